@@ -1,0 +1,27 @@
+# The two set-up commands of the README: `make demo` (the main job) and `make test` (the
+# whole suite). Each creates .venv and installs the pinned dependencies when missing.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-cuda-nodeps.txt | sha1sum | cut -c1-12)
+
+.PHONY: demo test bench lint
+
+$(STAMP): pyproject.toml requirements-cuda-nodeps.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=24"
+	$(PY) -m pip install -q -e ".[test]"
+	# dask-cuda needs rapids-dask-dependency, which only the RAPIDS index has: take it
+	# without dependencies plus what it really imports (it is imported only on GPU machines).
+	$(PY) -m pip install -q --no-deps -r requirements-cuda-nodeps.txt
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+demo: $(STAMP)
+	$(PY) -m hypersched_nb demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(PY) -m ruff check hypersched_nb tests
+	$(VENV)/bin/lint-imports

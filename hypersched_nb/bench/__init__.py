@@ -1,0 +1,1 @@
+"""hypersched_nb."""

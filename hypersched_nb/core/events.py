@@ -1,0 +1,137 @@
+"""Events into the driver and instructions out of it: plain frozen values (h11's ``_events``).
+
+Inputs come from a runtime (the simulator or Dask) and describe what happened; instructions
+go to a runtime and say what to do next. Neither carries behaviour: the driver decides, the
+runtime carries out. Every value has a ``trial_id`` (or none, for cluster-wide events), so a
+journal of them replays a search exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = [
+    # inputs
+    "Result",
+    "TrialFailed",
+    "WorkersChanged",
+    "DeadlineChanged",
+    # instructions
+    "Start",
+    "Continue",
+    "Resize",
+    "Pause",
+    "Stop",
+    "Instruction",
+    "Event",
+]
+
+
+class _Matchable:
+    __slots__ = ()
+
+    def match(self, **expected) -> bool:
+        """True when every given field equals its expected value (handy in tests)."""
+        return all(getattr(self, name) == value for name, value in expected.items())
+
+    def as_dict(self) -> dict:
+        out = {"type": type(self).__name__}
+        out.update({f.name: getattr(self, f.name) for f in fields(self)})
+        return out
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, slots=True)
+class Result(_Matchable):
+    """A trial finished one epoch.
+
+    ``metric`` is the raw value the trainable reported; ``seconds`` the wall time that epoch
+    took on ``workers`` workers; ``startup`` the seconds spent starting, restoring or resizing
+    before this epoch (0 when the trial just went on); ``done`` says the trial cannot train
+    further (its trace ran out or its trainable said so).
+    """
+
+    trial_id: int
+    epoch: int
+    metric: float
+    time: float
+    seconds: float
+    workers: int
+    startup: float = 0.0
+    done: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TrialFailed(_Matchable):
+    """The trial's own code raised, or its workers could not run it."""
+
+    trial_id: int
+    time: float
+    error: str
+    epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkersChanged(_Matchable):
+    """The cluster now has ``workers`` workers. ``lost`` lists trials whose workers died:
+    they go back to PAUSED and resume from their last checkpoint."""
+
+    time: float
+    workers: int
+    lost: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineChanged(_Matchable):
+    time: float
+    deadline: float
+
+
+Event = Result | TrialFailed | WorkersChanged | DeadlineChanged
+
+# ----------------------------------------------------------------------- instructions
+
+
+@dataclass(frozen=True, slots=True)
+class Start(_Matchable):
+    """Start (``restore=False``) or resume from its checkpoint (``restore=True``) on
+    ``workers`` workers, then train one epoch."""
+
+    trial_id: int
+    config: dict
+    workers: int
+    restore: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Continue(_Matchable):
+    """Train one more epoch where the trial is."""
+
+    trial_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resize(_Matchable):
+    """Checkpoint, restart on ``workers`` workers, restore, and train one more epoch."""
+
+    trial_id: int
+    workers: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pause(_Matchable):
+    """Checkpoint and give the workers back."""
+
+    trial_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stop(_Matchable):
+    """Give the workers back; the trial is over (its checkpoint may be kept for the best)."""
+
+    trial_id: int
+
+
+Instruction = Start | Continue | Resize | Pause | Stop

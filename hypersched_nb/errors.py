@@ -1,0 +1,41 @@
+"""The project's exceptions: one line each, naming the parameter, the value and the rule."""
+
+from __future__ import annotations
+
+import warnings
+
+__all__ = [
+    "HyperschedError",
+    "ConfigError",
+    "TraceFormatError",
+    "InvalidTransition",
+    "TrialError",
+    "warn",
+]
+
+
+class HyperschedError(Exception):
+    """Base class of every error hypersched_nb raises on purpose."""
+
+
+class ConfigError(HyperschedError, ValueError):
+    """A parameter has a value it cannot take: ``"`eta` is 1, but must be >= 2"``."""
+
+
+class TraceFormatError(HyperschedError, ValueError):
+    """A learning-curve trace does not follow the format of DESIGN.md."""
+
+
+class InvalidTransition(HyperschedError, RuntimeError):
+    """A trial was asked to move where its lifecycle does not allow."""
+
+
+class TrialError(HyperschedError, RuntimeError):
+    """A trial's own code raised; the message carries its traceback."""
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn, pointing at the first frame outside hypersched_nb (like optuna's ``_warn``)."""
+    import os
+
+    warnings.warn(message, category, skip_file_prefixes=(os.path.dirname(__file__),))

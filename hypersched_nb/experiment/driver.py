@@ -1,0 +1,326 @@
+"""The one driver loop: policy <-> runtime, on any clock (Syne Tune's ``Tuner.run``).
+
+The simulator and the Dask runtime implement the small :class:`Runtime` protocol; the
+driver feeds the policy events and carries out its answers, and nothing here knows which
+runtime it drives. The deadline is read on every turn of the loop, so a new one takes
+effect at the next decision.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hypersched_nb.core.clock import Clock
+from hypersched_nb.core.context import PolicyContext
+from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.events import (
+    Continue,
+    Event,
+    Instruction,
+    Pause,
+    Resize,
+    Result,
+    Start,
+    Stop,
+    TrialFailed,
+    WorkersChanged,
+)
+from hypersched_nb.core.policies import Policy
+from hypersched_nb.core.scaling import NONE, ScalingCurve
+from hypersched_nb.core.trial import Trial, TrialState, transition
+
+__all__ = ["Runtime", "Driver", "Outcome"]
+
+_RUN, _PEND, _PAUSE = TrialState.RUNNING, TrialState.PENDING, TrialState.PAUSED
+
+
+class Runtime(Protocol):
+    """Where trials really (or virtually) train."""
+
+    def workers(self) -> int:
+        """Workers in the cluster now."""
+
+    def execute(self, instruction: Instruction) -> None:
+        """Carry out one instruction (never blocks on training)."""
+
+    def advance(self, until: float) -> list[Event]:
+        """Events that happen no later than ``until``: returns as soon as there are some
+        (the clock then reads their time) or when the clock reaches ``until``."""
+
+
+@dataclass
+class Outcome:
+    """What a finished search reports (the benchmark's JSON row comes from it)."""
+
+    best: float = math.nan  # best raw metric reported before the deadline
+    best_trial: int | None = None
+    trials_started: int = 0
+    worker_seconds_busy: float = 0.0
+    time_to_target: float | None = None
+    ended_at: float = 0.0
+    journal: list[dict] = field(default_factory=list)
+
+
+class Driver:
+    """Runs one search. ``offers`` yields configurations (None when there are no more)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        runtime: Runtime,
+        clock: Clock,
+        offers: Iterator[dict],
+        *,
+        deadline: float,
+        max_epochs: int,
+        mode: str = "max",
+        scaling: ScalingCurve = NONE,
+        target: float | None = None,
+        journal: bool = False,
+        on_trial_over: Callable[[Trial], None] | None = None,
+    ):
+        self.policy, self.runtime, self.clock = policy, runtime, clock
+        self.deadline = float(deadline)
+        self.max_epochs, self.mode, self.scaling, self.target = max_epochs, mode, scaling, target
+        self._offers = offers
+        self._offers_left = True
+        self._on_trial_over = on_trial_over
+        self._sign = 1.0 if mode == "max" else -1.0
+        self.trials: dict[int, Trial] = {}
+        self.pending: dict[int, Trial] = {}
+        self.running: dict[int, Trial] = {}
+        self.paused: dict[int, Trial] = {}
+        self.targets: dict[int, int] = {}  # running trial -> workers at its next epoch
+        self.startups: list[float] = []
+        self.capacity = runtime.workers()
+        self.outcome = Outcome(journal=[] if journal else None)
+        self._journal = journal
+        self._stop_requested = False
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> Outcome:
+        while not self._stop_requested:
+            now = self.clock.now()
+            if now >= self.deadline:
+                break
+            self._schedule()
+            if not self.running and not self._can_start_more():
+                break
+            wake = self.policy.next_wakeup(self._ctx())
+            until = self.deadline if wake is None else min(self.deadline, max(wake, now))
+            for event in self.runtime.advance(until):
+                self._handle(event)
+        self._finish()
+        return self.outcome
+
+    def request_stop(self) -> None:
+        """Ask the loop to end at its next turn (from another thread)."""
+        self._stop_requested = True
+
+    # ------------------------------------------------------------------ events
+
+    def _handle(self, event: Event) -> None:
+        if type(event) is Result:
+            self._on_result(event)
+        elif type(event) is TrialFailed:
+            trial = self.trials[event.trial_id]
+            if trial.state is not _RUN:
+                return
+            trial.error = event.error
+            self._leave_running(trial, "TrialFailed", event.time, f"failed: {event.error.splitlines()[-1] if event.error else ''}")
+            self.policy.on_trial_error(trial, self._ctx())
+            self._trial_over(trial)
+        elif type(event) is WorkersChanged:
+            self.capacity = event.workers
+            for tid in event.lost:
+                trial = self.trials[tid]
+                if trial.state is _RUN:
+                    self._leave_running(trial, "WorkerLost", event.time, "its worker was lost")
+                    self.paused[tid] = trial
+            self._log(event.time, None, "WorkersChanged", f"{event.workers} workers")
+
+    def _on_result(self, r: Result) -> None:
+        trial = self.trials[r.trial_id]
+        out = self.outcome
+        out.worker_seconds_busy += (r.seconds + r.startup) * r.workers
+        if r.startup > 0:
+            self.startups.append(r.startup)
+        score = self._sign * r.metric
+        trial.epochs = r.epoch
+        trial.metrics.append(r.metric)
+        trial.scores.append(score)
+        trial.train_seconds += r.seconds
+        trial.results_since_start += 1
+        if not math.isfinite(r.metric):
+            self._end(trial, Stop(r.trial_id), r.time, f"diverged: metric {r.metric}")
+            self.policy.on_trial_remove(trial, self._ctx())
+            self._trial_over(trial)
+            return
+        if score > trial.best_score:
+            trial.best_score = score
+            if out.best_trial is None or score > self._sign * out.best:
+                out.best, out.best_trial = r.metric, r.trial_id
+            if (
+                self.target is not None
+                and out.time_to_target is None
+                and score >= self._sign * self.target
+            ):
+                out.time_to_target = r.time
+        if r.done or r.epoch >= self.max_epochs:
+            self._end(trial, Stop(r.trial_id), r.time, f"completed {r.epoch} epochs", "Complete")
+            self.policy.on_trial_complete(trial, self._ctx())
+            self._trial_over(trial)
+            return
+        self.policy.why = ""
+        decision = self.policy.on_trial_result(trial, r, self._ctx())
+        if decision is Decision.CONTINUE:
+            want = self.targets.get(r.trial_id, trial.workers)
+            if want != trial.workers and want > 0:
+                self._log(r.time, r.trial_id, "Resize", self.policy.why or f"{trial.workers} -> {want} workers")
+                trial.workers = want
+                trial.results_since_start = 0
+                trial.last_start_at = r.time
+                self.runtime.execute(Resize(r.trial_id, want))
+            else:
+                self.runtime.execute(Continue(r.trial_id))
+        elif decision is Decision.PAUSE:
+            self._leave_running(trial, "Pause", r.time, self.policy.why or "paused")
+            self.paused[r.trial_id] = trial
+            self.runtime.execute(Pause(r.trial_id))
+        else:
+            self._end(trial, Stop(r.trial_id), r.time, self.policy.why or "stopped")
+            self._trial_over(trial)
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _schedule(self) -> None:
+        policy = self.policy
+        for tid in list(policy.retire(self._ctx())):
+            trial = self.trials[tid]
+            if trial.state in (_PEND, _PAUSE):
+                self.pending.pop(tid, None)
+                self.paused.pop(tid, None)
+                transition(trial, "Stop")
+                trial.stopped_at, trial.reason = self.clock.now(), policy.why or "retired"
+                self._log(trial.stopped_at, tid, "Stop", trial.reason)
+                self._trial_over(trial)
+        while self._free() > 0:
+            trial = policy.choose_trial_to_run(self._ctx())
+            if trial is None:
+                if self.pending or not self._offer():
+                    break
+                trial = policy.choose_trial_to_run(self._ctx())
+                if trial is None:
+                    break
+            self._start(trial)
+        targets = policy.allocate(self._ctx())
+        if targets is not None:
+            self._set_targets(targets)
+
+    def _set_targets(self, targets) -> None:
+        """Keep every requested shrink; grant grows in the policy's order while workers last."""
+        self.targets = {}
+        spare = self.capacity - sum(t.workers for t in self.running.values())
+        for tid, want in targets.items():
+            trial = self.running.get(tid)
+            if trial is not None and want < trial.workers:
+                self.targets[tid] = max(1, want)
+        for tid, want in targets.items():
+            trial = self.running.get(tid)
+            if trial is not None and want > trial.workers and spare > 0:
+                grant = min(want, trial.workers + spare)
+                spare -= grant - trial.workers
+                self.targets[tid] = grant
+
+    def _free(self) -> int:
+        held = 0
+        for tid, t in self.running.items():
+            held += max(t.workers, self.targets.get(tid, 0))
+        return self.capacity - held
+
+    def _offer(self) -> bool:
+        if not self._offers_left:
+            return False
+        config = next(self._offers, None)
+        if config is None:
+            self._offers_left = False
+            return False
+        tid = len(self.trials)
+        trial = Trial(tid, config, added_at=self.clock.now())
+        self.trials[tid] = self.pending[tid] = trial
+        self.policy.on_trial_add(trial, self._ctx())
+        return True
+
+    def _can_start_more(self) -> bool:
+        if self._free() <= 0:
+            return True
+        return self.policy.choose_trial_to_run(self._ctx()) is not None
+
+    def _start(self, trial: Trial) -> None:
+        now = self.clock.now()
+        restore = trial.state is _PAUSE
+        self.pending.pop(trial.trial_id, None)
+        self.paused.pop(trial.trial_id, None)
+        transition(trial, "Start")
+        self.running[trial.trial_id] = trial
+        trial.workers, trial.results_since_start, trial.last_start_at = 1, 0, now
+        trial.starts += 1
+        if trial.started_at is None:
+            trial.started_at = now
+            self.outcome.trials_started += 1
+        self._log(now, trial.trial_id, "Start", "resumed" if restore else "admitted")
+        self.runtime.execute(Start(trial.trial_id, trial.config, 1, restore))
+
+    # ------------------------------------------------------------------ endings
+
+    def _leave_running(self, trial: Trial, move: str, now: float, why: str) -> None:
+        del self.running[trial.trial_id]
+        self.targets.pop(trial.trial_id, None)
+        transition(trial, move)
+        trial.workers = 0
+        trial.reason = why
+        self._log(now, trial.trial_id, move, why)
+
+    def _end(self, trial: Trial, stop: Stop, now: float, why: str, move: str = "Stop") -> None:
+        self._leave_running(trial, move, now, why)
+        trial.stopped_at = now
+        self.runtime.execute(stop)
+
+    def _trial_over(self, trial: Trial) -> None:
+        if self._on_trial_over is not None:
+            self._on_trial_over(trial)
+
+    def _finish(self) -> None:
+        now = min(self.clock.now(), self.deadline)
+        reason = "stopped by the user" if self._stop_requested else "deadline reached"
+        for trial in list(self.running.values()):
+            self._end(trial, Stop(trial.trial_id), now, reason)
+            self.policy.on_trial_remove(trial, self._ctx())
+            self._trial_over(trial)
+        self.outcome.ended_at = now
+
+    # ------------------------------------------------------------------ helpers
+
+    def _ctx(self) -> PolicyContext:
+        return PolicyContext(
+            self.clock.now(),
+            self.deadline,
+            self.capacity,
+            self._free(),
+            self.trials,
+            self.pending,
+            self.running,
+            self.paused,
+            self.mode,
+            self.scaling,
+            self.startups,
+            self._offers_left,
+        )
+
+    def _log(self, now: float, tid: int | None, action: str, why: str) -> None:
+        if self._journal:
+            self.outcome.journal.append({"time": now, "trial": tid, "action": action, "reason": why})
