@@ -61,6 +61,7 @@ class Result(_Matchable):
     workers: int
     startup: float = 0.0
     done: bool = False
+    info: dict | None = None  # the other metrics the trainable reported (shown, not decided on)
 
 
 @dataclass(frozen=True, slots=True)

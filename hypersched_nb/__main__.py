@@ -1,0 +1,34 @@
+"""Command line: ``python -m hypersched_nb {demo,bench} ...`` (``--help`` on each)."""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: python -m hypersched_nb COMMAND [options]
+
+commands:
+  demo    the main job: a real deadline-bound HyperSched search on a local cluster
+  bench   replay learning-curve traces under several policies (DESIGN.md's contract)
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command == "bench":
+        from hypersched_nb.bench.cli import main as bench
+
+        return bench(rest)
+    if command == "demo":
+        from hypersched_nb.demo import main as demo
+
+        return demo(rest)
+    print(f"hypersched_nb: unknown command {command!r}; use one of: demo, bench", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
