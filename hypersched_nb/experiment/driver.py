@@ -35,6 +35,8 @@ from hypersched_nb.core.trial import Trial, TrialState, transition
 __all__ = ["Runtime", "Driver", "Outcome"]
 
 _RUN, _PEND, _PAUSE = TrialState.RUNNING, TrialState.PENDING, TrialState.PAUSED
+_CONTINUE = Decision.CONTINUE
+_isfinite = math.isfinite
 
 
 class Runtime(Protocol):
@@ -96,6 +98,11 @@ class Driver:
         self.targets: dict[int, int] = {}  # running trial -> workers at its next epoch
         self.startups: list[float] = []
         self.capacity = runtime.workers()
+        self._held = 0  # sum over running trials of max(workers, target): kept, not recounted
+        base = Policy  # hooks left at the base's no-op are never called
+        self._calls_retire = type(policy).retire is not base.retire
+        self._calls_allocate = type(policy).allocate is not base.allocate
+        self._calls_wakeup = type(policy).next_wakeup is not base.next_wakeup
         self.outcome = Outcome(journal=[] if journal else None)
         self._journal = journal
         self._stop_requested = False
@@ -110,7 +117,7 @@ class Driver:
             self._schedule()
             if not self.running and not self._can_start_more():
                 break
-            wake = self.policy.next_wakeup(self._ctx())
+            wake = self.policy.next_wakeup(self._ctx()) if self._calls_wakeup else None
             until = self.deadline if wake is None else min(self.deadline, max(wake, now))
             for event in self.runtime.advance(until):
                 self._handle(event)
@@ -144,62 +151,62 @@ class Driver:
             self._log(event.time, None, "WorkersChanged", f"{event.workers} workers")
 
     def _on_result(self, r: Result) -> None:
-        trial = self.trials[r.trial_id]
+        tid, epoch, metric, now, seconds, workers, startup, done, _ = r  # hot path: unpack once
+        trial = self.trials[tid]
         out = self.outcome
-        out.worker_seconds_busy += (r.seconds + r.startup) * r.workers
-        if r.startup > 0:
-            self.startups.append(r.startup)
-        score = self._sign * r.metric
-        trial.epochs = r.epoch
-        trial.metrics.append(r.metric)
+        out.worker_seconds_busy += (seconds + startup) * workers
+        if startup > 0:
+            self.startups.append(startup)
+        score = self._sign * metric
+        trial.epochs = epoch
+        trial.metrics.append(metric)
         trial.scores.append(score)
-        trial.train_seconds += r.seconds
+        trial.train_seconds += seconds
         trial.results_since_start += 1
-        if not math.isfinite(r.metric):
-            self._end(trial, Stop(r.trial_id), r.time, f"diverged: metric {r.metric}")
+        if not _isfinite(metric):
+            self._end(trial, Stop(tid), now, f"diverged: metric {metric}")
             self.policy.on_trial_remove(trial, self._ctx())
             self._trial_over(trial)
             return
         if score > trial.best_score:
             trial.best_score = score
             if out.best_trial is None or score > self._sign * out.best:
-                out.best, out.best_trial = r.metric, r.trial_id
-            if (
-                self.target is not None
-                and out.time_to_target is None
-                and score >= self._sign * self.target
-            ):
-                out.time_to_target = r.time
-        if r.done or r.epoch >= self.max_epochs:
-            self._end(trial, Stop(r.trial_id), r.time, f"completed {r.epoch} epochs", "Complete")
+                out.best, out.best_trial = metric, tid
+            target = self.target
+            if target is not None and out.time_to_target is None and score >= self._sign * target:
+                out.time_to_target = now
+        if done or epoch >= self.max_epochs:
+            self._end(trial, Stop(tid), now, f"completed {epoch} epochs", "Complete")
             self.policy.on_trial_complete(trial, self._ctx())
             self._trial_over(trial)
             return
         self.policy.why = ""
         decision = self.policy.on_trial_result(trial, r, self._ctx())
-        if decision is Decision.CONTINUE:
-            want = self.targets.get(r.trial_id, trial.workers)
-            if want != trial.workers and want > 0:
-                self._log(r.time, r.trial_id, "Resize", self.policy.why or f"{trial.workers} -> {want} workers")
-                trial.workers = want
-                trial.results_since_start = 0
-                trial.last_start_at = r.time
-                self.runtime.execute(Resize(r.trial_id, want))
-            else:
-                self.runtime.execute(Continue(r.trial_id))
+        if decision is _CONTINUE:
+            want = self.targets.get(tid, workers)
+            if want == trial.workers or want <= 0:
+                self.runtime.execute(Continue(tid))
+                return
+            if self._journal:
+                self._log(now, tid, "Resize", self.policy.why or f"{trial.workers} -> {want} workers")
+            self._held += want - max(trial.workers, want)
+            trial.workers = want
+            trial.results_since_start = 0
+            trial.last_start_at = now
+            self.runtime.execute(Resize(tid, want))
         elif decision is Decision.PAUSE:
-            self._leave_running(trial, "Pause", r.time, self.policy.why or "paused")
-            self.paused[r.trial_id] = trial
-            self.runtime.execute(Pause(r.trial_id))
+            self._leave_running(trial, "Pause", now, self.policy.why or "paused")
+            self.paused[tid] = trial
+            self.runtime.execute(Pause(tid))
         else:
-            self._end(trial, Stop(r.trial_id), r.time, self.policy.why or "stopped")
+            self._end(trial, Stop(tid), now, self.policy.why or "stopped")
             self._trial_over(trial)
 
     # ------------------------------------------------------------------ scheduling
 
     def _schedule(self) -> None:
         policy = self.policy
-        for tid in list(policy.retire(self._ctx())):
+        for tid in list(policy.retire(self._ctx()) if self._calls_retire else ()):
             trial = self.trials[tid]
             if trial.state in (_PEND, _PAUSE):
                 self.pending.pop(tid, None)
@@ -217,9 +224,10 @@ class Driver:
                 if trial is None:
                     break
             self._start(trial)
-        targets = policy.allocate(self._ctx())
-        if targets is not None:
-            self._set_targets(targets)
+        if self._calls_allocate:
+            targets = policy.allocate(self._ctx())
+            if targets is not None:
+                self._set_targets(targets)
 
     def _set_targets(self, targets) -> None:
         """Keep every requested shrink; grant grows in the policy's order while workers last."""
@@ -235,12 +243,10 @@ class Driver:
                 grant = min(want, trial.workers + spare)
                 spare -= grant - trial.workers
                 self.targets[tid] = grant
+        self._held = sum(max(t.workers, self.targets.get(i, 0)) for i, t in self.running.items())
 
     def _free(self) -> int:
-        held = 0
-        for tid, t in self.running.items():
-            held += max(t.workers, self.targets.get(tid, 0))
-        return self.capacity - held
+        return self.capacity - self._held
 
     def _offer(self) -> bool:
         if not self._offers_left:
@@ -268,6 +274,7 @@ class Driver:
         transition(trial, "Start")
         self.running[trial.trial_id] = trial
         trial.workers, trial.results_since_start, trial.last_start_at = 1, 0, now
+        self._held += 1
         trial.starts += 1
         if trial.started_at is None:
             trial.started_at = now
@@ -279,7 +286,7 @@ class Driver:
 
     def _leave_running(self, trial: Trial, move: str, now: float, why: str) -> None:
         del self.running[trial.trial_id]
-        self.targets.pop(trial.trial_id, None)
+        self._held -= max(trial.workers, self.targets.pop(trial.trial_id, 0))
         transition(trial, move)
         trial.workers = 0
         trial.reason = why
