@@ -1,1 +1,1 @@
-"""hypersched_nb."""
+"""Benchmark harness: ``python -m hypersched_nb bench`` (DESIGN.md's contract; see ``cli``)."""

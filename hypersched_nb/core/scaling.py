@@ -24,7 +24,10 @@ class ScalingCurve:
     def __init__(self, points: Mapping[int | str, float] | None = None):
         pts = {1: 1.0}
         for k, s in (points or {}).items():
-            k = int(k)
+            try:
+                k, s = _worker_count(k), float(s)
+            except (TypeError, ValueError):
+                raise ConfigError(f"scaling point {k!r}: {s!r} is not a worker count and a speed-up") from None
             if k < 1:
                 raise ConfigError(f"scaling point {k} workers is not allowed; workers must be >= 1")
             if not s > 0:
@@ -82,6 +85,14 @@ class ScalingCurve:
 
     def __hash__(self) -> int:
         return hash(tuple(self._ks) + tuple(self._ss))
+
+
+def _worker_count(k) -> int:
+    """``k`` as a whole number of workers (``"2"`` from JSON is fine, ``2.5`` is not)."""
+    n = int(k)
+    if isinstance(k, float) and n != k:
+        raise ValueError(k)
+    return n
 
 
 #: Named profiles (measured V100 speed-ups published by the HyperSched authors).

@@ -83,13 +83,12 @@ class Rung:
 
 
 class _Bracket:
-    __slots__ = ("rungs", "eta", "stop_last_trials", "live")
+    __slots__ = ("rungs", "eta", "stop_last_trials")
 
     def __init__(self, milestones: list[float], eta: float, stop_last_trials: bool):
         self.rungs = [Rung(m) for m in milestones]
         self.eta = eta
         self.stop_last_trials = stop_last_trials
-        self.live = 0
 
     def on_result(self, tid: int, t: float, score: float) -> tuple[Decision, str]:
         for rung in self.rungs:
@@ -135,11 +134,10 @@ class ASHA(Policy):
     def on_trial_add(self, trial: Trial, ctx: PolicyContext) -> None:
         if len(self._brackets) == 1:
             bracket = self._brackets[0]
-        else:  # Ray Tune's softmax over live sizes, favouring the emptier brackets' peers
-            sizes = np.array([b.live for b in self._brackets], dtype=float)
+        else:  # Ray Tune's softmax over the brackets' rung counts: more rungs, more trials
+            sizes = np.array([len(b.rungs) for b in self._brackets], dtype=float)
             probs = np.exp(sizes - sizes.max())
             bracket = self._brackets[self._rng.choice(len(sizes), p=probs / probs.sum())]
-        bracket.live += 1
         self._of[trial.trial_id] = bracket
 
     def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
@@ -151,15 +149,14 @@ class ASHA(Policy):
         return decision
 
     def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
-        self._forget(trial)
+        """Record the final result where it first passes an unrecorded rung, as Ray Tune's
+        ``on_trial_complete(result)`` does (a curve that ends on a milestone counts there)."""
+        bracket = self._of.pop(trial.trial_id, None)
+        if bracket is not None and trial.scores:
+            bracket.on_result(trial.trial_id, trial.epochs, trial.scores[-1])
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
-        self._forget(trial)
-
-    def _forget(self, trial: Trial) -> None:
-        bracket = self._of.get(trial.trial_id)
-        if bracket is not None and bracket.live > 0:
-            bracket.live -= 1
+        self._of.pop(trial.trial_id, None)
 
     def describe(self, ctx: PolicyContext) -> str:
         rungs = self._brackets[0].rungs

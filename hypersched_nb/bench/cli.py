@@ -1,0 +1,271 @@
+"""``python -m hypersched_nb bench``: replay a trace under several policies (DESIGN.md).
+
+Every (policy, deadline, seed) is one simulated search; seed s offers the same configurations
+in the same order to every policy. Bad input is refused before anything runs, with one line
+and exit code 2; a run that fails later ends the command with exit code 1 after the runs
+already done are printed and written to ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypersched_nb.bench.table import format_table
+from hypersched_nb.core.policies import REGISTRY, create, names, resolve
+from hypersched_nb.core.scaling import ScalingCurve
+from hypersched_nb.errors import ConfigError, HyperschedError
+from hypersched_nb.experiment.simulate import SimSettings, simulate
+from hypersched_nb.sim.trace import Trace, load_trace
+
+__all__ = ["ROW_FIELDS", "build_parser", "main"]
+
+PROG = "python -m hypersched_nb bench"
+#: the fields of one run in the JSON file, in order (DESIGN.md's contract)
+ROW_FIELDS = (
+    "policy",
+    "deadline",
+    "seed",
+    "best",
+    "oracle",
+    "trials_started",
+    "time_to_target",
+    "worker_seconds_busy",
+    "worker_seconds_billed",  # issue 3: ∫ cluster size dt (elastic policies size the cluster)
+)
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line instead of usage + message
+        raise _UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description="Replay a learning-curve trace under several scheduling policies and "
+        "report the best metric each reached by each deadline.",
+        epilog=f"policies: {_policy_list()}. Deadlines are in trace seconds; seeds are "
+        "0 ... K-1 and seed s offers the same configurations to every policy.",
+    )
+    a = p.add_argument
+    a("--trace", required=True, metavar="PATH_OR_NAME", help="trace CSV or shipped trace name")
+    a("--workers", required=True, type=int, metavar="N", help="workers in the simulated cluster")
+    a("--deadlines", required=True, metavar="D1,D2,...", help="deadlines in trace seconds")
+    a("--policies", required=True, metavar="P1,P2,...", help="policy names (see below)")
+    a("--seeds", required=True, type=int, metavar="K", help="run seeds 0 ... K-1")
+    a("--configs", type=int, default=100, help="configurations offered per run (default 100)")
+    a("--max-epochs", type=int, metavar="R", help="R (default: the trace's longest curve)")
+    a("--min-epochs", type=int, default=1, metavar="r", help="r, the grace period (default 1)")
+    a("--eta", type=float, default=4, help="reduction factor η (default 4)")
+    a(
+        "--scaling",
+        metavar="NAME_OR_JSON",
+        help="speed-up curve, e.g. resnet50-v100 or "
+        '\'{"2": 1.9, "4": 3.4}\' (default: the trace sidecar\'s, else none)',
+    )
+    a(
+        "--startup",
+        type=float,
+        metavar="SECONDS",
+        help="cost of a start, resume or resize (default: the trace sidecar's, else 0)",
+    )
+    a("--target", type=float, metavar="T", help="also report the first time a trial reached T")
+    a(
+        "--cost-budget",
+        type=float,
+        metavar="WORKER_SECONDS",
+        help="worker-seconds a search may bill; elastic policies (seer) plan within it "
+        "(default: no limit)",
+    )
+    a("--json", type=Path, metavar="OUT.json", help="write every run to this JSON file")
+    a("--jobs", type=int, default=1, choices=(1, 2), help="processes to run in (default 1)")
+    return p
+
+
+def _policy_list() -> str:
+    """The registered names, saying which ones this build does not have yet."""
+    from importlib.util import find_spec
+
+    have = [n for n in names() if find_spec(REGISTRY[n].partition(":")[0]) is not None]
+    missing = [n for n in names() if n not in have]
+    return ", ".join(have) + (f" (not in this build: {', '.join(missing)})" if missing else "")
+
+
+@dataclass(frozen=True)
+class Plan:
+    trace: Trace
+    policies: list[str]
+    deadlines: list[float]
+    seeds: int
+    settings: SimSettings
+
+    def tasks(self) -> list[tuple[str, float, int]]:
+        return [(p, d, s) for p in self.policies for d in self.deadlines for s in range(self.seeds)]
+
+
+def _plan(args: argparse.Namespace) -> Plan:
+    """Check every input before anything runs; raise a one-line HyperschedError."""
+    deadlines = []
+    for text in args.deadlines.split(","):
+        try:
+            value = float(text)
+        except ValueError:
+            raise ConfigError(f"deadline {text.strip()!r} is not a number of seconds") from None
+        if not (math.isfinite(value) and value > 0):
+            raise ConfigError(f"deadline {text.strip()} must be a positive number of seconds")
+        deadlines.append(value)
+    policies = list(dict.fromkeys(p.strip() for p in args.policies.split(",") if p.strip()))
+    if not policies:
+        raise ConfigError("`--policies` names no policy")
+    for name, value, low in (
+        ("--workers", args.workers, 1),
+        ("--seeds", args.seeds, 1),
+        ("--configs", args.configs, 1),
+    ):
+        if value < low:
+            raise ConfigError(f"`{name}` is {value}, but must be >= {low}")
+    if args.max_epochs is not None and args.max_epochs < 1:
+        raise ConfigError(f"`--max-epochs` is {args.max_epochs}, but must be >= 1")
+    if args.startup is not None and not (math.isfinite(args.startup) and args.startup >= 0):
+        raise ConfigError(f"`--startup` is {args.startup}, but must be >= 0 seconds")
+    if args.cost_budget is not None and not (math.isfinite(args.cost_budget) and args.cost_budget > 0):
+        raise ConfigError(f"`--cost-budget` is {args.cost_budget}, but must be > 0 worker-seconds")
+    if args.json is not None and not args.json.parent.resolve().is_dir():
+        raise ConfigError(f"`--json` folder {str(args.json.parent)!r} does not exist")
+    trace = load_trace(args.trace)
+    settings = SimSettings(
+        workers=args.workers,
+        configs=args.configs,
+        max_epochs=args.max_epochs,
+        min_epochs=args.min_epochs,
+        eta=args.eta,
+        scaling=None if args.scaling is None else ScalingCurve.parse(args.scaling),
+        startup=args.startup,
+        target=args.target,
+        cost_budget=args.cost_budget,
+    )
+    R = args.max_epochs or trace.longest
+    for name in policies:
+        try:
+            resolve(name)
+        except ImportError as exc:
+            raise ConfigError(
+                f"policy {name!r} is registered but cannot be loaded ({exc})"
+            ) from None
+        create(name, max_epochs=R, min_epochs=args.min_epochs, eta=args.eta, seed=0)
+    return Plan(trace, policies, deadlines, args.seeds, settings)
+
+
+# ------------------------------------------------------------------ running
+
+_TRACE: Trace | None = None  # the trace of a worker process (set once by its initializer)
+
+
+def _init_worker(trace: Trace) -> None:
+    global _TRACE
+    _TRACE = trace
+
+
+def _run_one(
+    task: tuple[str, float, int], settings: SimSettings, trace: Trace | None = None
+) -> dict:
+    policy, deadline, seed = task
+    row = simulate(trace or _TRACE, policy, deadline, seed, settings)
+    return {k: _plain(row[k]) for k in ROW_FIELDS}
+
+
+def _plain(value):
+    """JSON has no NaN: a metric never reported is null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def run_plan(plan: Plan, jobs: int = 1, progress=None) -> tuple[list[dict], BaseException | None]:
+    """Rows of the runs done, in task order, and the error that stopped them (if any)."""
+    tasks, rows = plan.tasks(), []
+    if jobs == 1:
+        try:
+            for i, task in enumerate(tasks):
+                rows.append(_run_one(task, plan.settings, plan.trace))
+                if progress:
+                    progress(i + 1, len(tasks))
+        except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - reported, rows kept
+            return rows, _with_task(exc, tasks[len(rows)])
+        return rows, None
+    from concurrent.futures import ProcessPoolExecutor
+
+    done: dict[int, dict] = {}
+    with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(plan.trace,)) as pool:
+        futures = [pool.submit(_run_one, t, plan.settings) for t in tasks]
+        for i, future in enumerate(futures):
+            try:
+                done[i] = future.result()
+            except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - reported, rows kept
+                for f in futures:
+                    f.cancel()
+                return [done[j] for j in sorted(done)], _with_task(exc, tasks[i])
+            if progress:
+                progress(i + 1, len(tasks))
+    return [done[i] for i in range(len(tasks))], None
+
+
+def _with_task(exc: BaseException, task: tuple[str, float, int]) -> BaseException:
+    exc.task = task  # type: ignore[attr-defined]  # named in the one-line message
+    return exc
+
+
+def write_json(path: Path, trace: str, workers: int, rows: list[dict]) -> None:
+    """Write atomically: a reader never sees half a file."""
+    doc = {"trace": trace, "workers": workers, "runs": rows}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"\r{done}/{total} runs", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except _UsageError as exc:
+        print(f"{PROG}: {exc} (see --help)", file=sys.stderr)
+        return 2
+    try:
+        plan = _plan(args)
+    except HyperschedError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    rows, error = run_plan(plan, args.jobs, _progress if sys.stderr.isatty() else None)
+    if rows:
+        print(format_table(rows, plan), flush=True)
+    if args.json is not None:
+        write_json(args.json, args.trace, args.workers, rows)
+    took = time.perf_counter() - started
+    if error is not None:
+        policy, deadline, seed = getattr(error, "task", ("?", 0, 0))
+        why = f"{type(error).__name__}: {error}".splitlines()[0]
+        saved = f"; {len(rows)} finished run(s) written to {args.json}" if args.json else ""
+        print(
+            f"{PROG}: run {policy} deadline {deadline:g} seed {seed} failed: {why}{saved}",
+            file=sys.stderr,
+        )
+        return 130 if isinstance(error, KeyboardInterrupt) else 1
+    print(f"{len(rows)} runs in {took:.1f} s", file=sys.stderr)
+    return 0
