@@ -36,10 +36,20 @@ class PolicyContext(NamedTuple):
     scaling: ScalingCurve = NONE
     startups: Sequence[float] = ()  # observed start-up overheads (seconds), oldest first
     offers_left: bool = True  # can the driver still offer new configurations?
+    max_workers: int | None = None  # elastic clusters: the most workers (None: ``workers``)
+    cost_budget: float | None = None  # worker-seconds the search may bill (None: no limit)
+    billed: float = 0.0  # worker-seconds billed so far (∫ cluster size dt)
 
     @property
     def time_left(self) -> float:
         return max(0.0, self.deadline - self.now)
+
+    @property
+    def budget_left(self) -> float:
+        """Worker-seconds left to bill (infinite without a cost budget)."""
+        if self.cost_budget is None:
+            return float("inf")
+        return max(0.0, self.cost_budget - self.billed)
 
     @staticmethod
     def for_test(

@@ -23,6 +23,7 @@ __all__ = [
     "Resize",
     "Pause",
     "Stop",
+    "ScaleCluster",
     "Instruction",
     "Event",
 ]
@@ -145,4 +146,11 @@ class Stop(_Matchable):
     trial_id: int
 
 
-Instruction = Start | Continue | Resize | Pause | Stop
+@dataclass(frozen=True, slots=True)
+class ScaleCluster(_Matchable):
+    """Grow or shrink an elastic cluster to ``workers`` workers (never below those held)."""
+
+    workers: int
+
+
+Instruction = Start | Continue | Resize | Pause | Stop | ScaleCluster

@@ -23,6 +23,7 @@ from hypersched_nb.core.events import (
     Pause,
     Resize,
     Result,
+    ScaleCluster,
     Start,
     Stop,
     TrialFailed,
@@ -63,6 +64,7 @@ class Outcome:
     worker_seconds_busy: float = 0.0
     time_to_target: float | None = None
     ended_at: float = 0.0
+    worker_seconds_billed: float = 0.0  # ∫ cluster size dt from the start to ended_at
     journal: list[dict] = field(default_factory=list)
 
 
@@ -83,6 +85,8 @@ class Driver:
         target: float | None = None,
         journal: bool = False,
         on_trial_over: Callable[[Trial], None] | None = None,
+        max_workers: int | None = None,
+        cost_budget: float | None = None,
     ):
         self.policy, self.runtime, self.clock = policy, runtime, clock
         self.deadline = float(deadline)
@@ -98,6 +102,11 @@ class Driver:
         self.targets: dict[int, int] = {}  # running trial -> workers at its next epoch
         self.startups: list[float] = []
         self.capacity = runtime.workers()
+        # elastic clusters: the policy may ask for a size up to max_workers; billing integrates it
+        self.max_workers = max(self.capacity, max_workers or self.capacity)
+        self.cost_budget = cost_budget
+        self._elastic = type(policy).cluster_size is not Policy.cluster_size
+        self._billed, self._billed_at = 0.0, clock.now()
         self._held = 0  # sum over running trials of max(workers, target): kept, not recounted
         base = Policy  # hooks left at the base's no-op are never called
         self._calls_retire = type(policy).retire is not base.retire
@@ -142,6 +151,7 @@ class Driver:
             self.policy.on_trial_error(trial, self._ctx())
             self._trial_over(trial)
         elif type(event) is WorkersChanged:
+            self._bill(event.time)
             self.capacity = event.workers
             for tid in event.lost:
                 trial = self.trials[tid]
@@ -206,6 +216,8 @@ class Driver:
 
     def _schedule(self) -> None:
         policy = self.policy
+        if self._elastic:
+            self._scale_cluster()
         for tid in list(policy.retire(self._ctx()) if self._calls_retire else ()):
             trial = self.trials[tid]
             if trial.state in (_PEND, _PAUSE):
@@ -244,6 +256,23 @@ class Driver:
                 spare -= grant - trial.workers
                 self.targets[tid] = grant
         self._held = sum(max(t.workers, self.targets.get(i, 0)) for i, t in self.running.items())
+
+    def _scale_cluster(self) -> None:
+        want = self.policy.cluster_size(self._ctx())
+        if want is None:
+            return
+        held = self.capacity - self._free()
+        want = min(self.max_workers, max(int(want), held))
+        if want != self.capacity:
+            now = self.clock.now()
+            self._bill(now)
+            self._log(now, None, "ScaleCluster", f"{self.capacity} -> {want} workers")
+            self.runtime.execute(ScaleCluster(want))
+            self.capacity = want
+
+    def _bill(self, until: float) -> None:
+        self._billed += self.capacity * max(0.0, until - self._billed_at)
+        self._billed_at = max(self._billed_at, until)
 
     def _free(self) -> int:
         return self.capacity - self._held
@@ -309,12 +338,15 @@ class Driver:
             self.policy.on_trial_remove(trial, self._ctx())
             self._trial_over(trial)
         self.outcome.ended_at = now
+        self._bill(now)
+        self.outcome.worker_seconds_billed = self._billed
 
     # ------------------------------------------------------------------ helpers
 
     def _ctx(self) -> PolicyContext:
+        now = self.clock.now()
         return PolicyContext(
-            self.clock.now(),
+            now,
             self.deadline,
             self.capacity,
             self._free(),
@@ -326,6 +358,9 @@ class Driver:
             self.scaling,
             self.startups,
             self._offers_left,
+            self.max_workers,
+            self.cost_budget,
+            self._billed + self.capacity * (now - self._billed_at),
         )
 
     def _log(self, now: float, tid: int | None, action: str, why: str) -> None:

@@ -25,6 +25,7 @@ class SimSettings:
     scaling: ScalingCurve | None = None  # default: the trace's sidecar
     startup: float | None = None  # default: the trace's sidecar
     target: float | None = None
+    cost_budget: float | None = None  # worker-seconds the search may bill (elastic policies)
 
 
 def simulate(
@@ -63,6 +64,7 @@ def simulate(
         scaling=scaling,
         target=settings.target,
         journal=journal,
+        cost_budget=settings.cost_budget,
     )
     out: Outcome = driver.run()
     return {
@@ -77,6 +79,7 @@ def simulate(
         "trials_started": out.trials_started,
         "time_to_target": out.time_to_target,
         "worker_seconds_busy": out.worker_seconds_busy,
+        "worker_seconds_billed": out.worker_seconds_billed,
         "_outcome": out,
         "_driver": driver,
     }

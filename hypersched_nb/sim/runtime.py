@@ -1,7 +1,9 @@
 """Trace replay on a virtual clock: the simulator's side of the driver's Runtime protocol.
 
 An epoch on k workers takes the trace's seconds / s(k); every start, resume and resize
-first costs ``startup`` seconds. Workers are never over-committed (an instruction that
+first costs ``startup`` seconds. The cluster may be elastic: :class:`ScaleCluster` sets its
+size within ``max_workers``, and the runtime bills ∫ cluster size dt in worker-seconds.
+Workers are never over-committed (an instruction that
 would is a bug in the driver, so it raises). Nothing happens after the time the driver
 asks to advance to, so nothing runs past the deadline.
 """
@@ -13,7 +15,16 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from hypersched_nb.core.events import Continue, Instruction, Pause, Resize, Result, Start, Stop
+from hypersched_nb.core.events import (
+    Continue,
+    Instruction,
+    Pause,
+    Resize,
+    Result,
+    ScaleCluster,
+    Start,
+    Stop,
+)
 from hypersched_nb.core.scaling import ScalingCurve
 from hypersched_nb.errors import InvalidTransition
 from hypersched_nb.sim.clock import VirtualClock
@@ -46,8 +57,11 @@ class SimRuntime:
         scaling: ScalingCurve | None = None,
         startup: float | None = None,
         max_epochs: int | None = None,
+        max_workers: int | None = None,
     ):
         self.trace, self.clock, self._workers = trace, clock, workers
+        self.max_workers = max(workers, max_workers or workers)
+        self._billed, self._billed_at = 0.0, clock.now()
         self.scaling = trace.scaling if scaling is None else scaling
         self.startup = trace.startup_seconds if startup is None else float(startup)
         self.max_epochs = max_epochs or trace.longest
@@ -68,6 +82,8 @@ class SimRuntime:
 
     def execute(self, ins: Instruction) -> None:
         kind = type(ins)
+        if kind is ScaleCluster:
+            return self._scale(ins.workers)
         tid = ins.trial_id
         if kind is Continue:  # the common case first
             self._schedule(tid, 0.0)
@@ -134,6 +150,20 @@ class SimRuntime:
         secs = self._seconds[run.curve][epoch] / self.scaling(run.workers)
         self._progress[tid] = epoch + 1
         return Result(tid, epoch + 1, metrics[epoch], t, secs, run.workers, startup, epoch + 1 >= len(metrics))
+
+    def _scale(self, workers: int) -> None:
+        if not self._held <= workers <= self.max_workers:
+            raise InvalidTransition(
+                f"cluster: can't scale to {workers} workers; {self._held} held, at most {self.max_workers}"
+            )
+        self._billed = self.worker_seconds_billed(self.clock.now())
+        self._billed_at = self.clock.now()
+        self._workers = workers
+
+    def worker_seconds_billed(self, until: float | None = None) -> float:
+        """∫ cluster size dt from the start to ``until`` (default: now), in worker-seconds."""
+        until = self.clock.now() if until is None else until
+        return self._billed + self._workers * max(0.0, until - self._billed_at)
 
     def held(self) -> int:
         """Workers held by running trials now (for invariant checks)."""

@@ -44,7 +44,10 @@ class Policy:
     - ``allocate(ctx)``: target workers per RUNNING trial (None: one each, no resizing);
       the driver applies a change at the trial's next epoch boundary and never promises
       more workers than are free;
-    - ``next_wakeup(ctx)``: a time at which to be asked again even if nothing happens.
+    - ``next_wakeup(ctx)``: a time at which to be asked again even if nothing happens;
+    - ``cluster_size(ctx)``: elastic clusters only: the workers the cluster should have now
+      (None: leave it as it is); the driver never shrinks it below the workers held nor
+      grows it past ``ctx.max_workers``.
     """
 
     #: the registry name (``"asha"``) — set by each subclass
@@ -82,6 +85,9 @@ class Policy:
         return None
 
     def next_wakeup(self, ctx: PolicyContext) -> float | None:
+        return None
+
+    def cluster_size(self, ctx: PolicyContext) -> int | None:
         return None
 
     def describe(self, ctx: PolicyContext) -> str:
