@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(PY) -m hypersched_nb demo
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --nbval-lax --nbval-current-env
 
 lint: $(STAMP)
 	$(PY) -m ruff check hypersched_nb tests

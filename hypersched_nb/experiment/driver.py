@@ -128,8 +128,10 @@ class Driver:
                 break
             wake = self.policy.next_wakeup(self._ctx()) if self._calls_wakeup else None
             until = self.deadline if wake is None else min(self.deadline, max(wake, now))
+            deadline = self.deadline
             for event in self.runtime.advance(until):
-                self._handle(event)
+                if event.time <= deadline:  # a wall-clock runtime may report a little late
+                    self._handle(event)
         self._finish()
         return self.outcome
 
@@ -230,7 +232,8 @@ class Driver:
         while self._free() > 0:
             trial = policy.choose_trial_to_run(self._ctx())
             if trial is None:
-                if self.pending or not self._offer():
+                had_offers = self._offers_left  # if they just ran out, the policy may now choose
+                if self.pending or not (self._offer() or had_offers):
                     break
                 trial = policy.choose_trial_to_run(self._ctx())
                 if trial is None:

@@ -1,1 +1,44 @@
-"""hypersched_nb."""
+"""Live execution on Dask: clusters, resident trials, DDP groups, checkpoints, failures.
+
+``DaskRuntime`` carries out the driver's instructions on real workers (the simulator in
+``hypersched_nb.sim`` is the other implementation of the same protocol), ``WallClock`` is
+the clock it runs on, and ``start_cluster`` starts or attaches the cluster. Names load on
+first use, so that importing the package (for ``TrainContext``) stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = [
+    "CheckpointError",
+    "DaskRuntime",
+    "TrainContext",
+    "WallClock",
+    "load_checkpoint",
+    "save_checkpoint",
+    "start_cluster",
+]
+
+_LAZY = {
+    "DaskRuntime": "hypersched_nb.runtime.dask_runtime",
+    "WallClock": "hypersched_nb.runtime.clock",
+    "start_cluster": "hypersched_nb.runtime.cluster",
+    "TrainContext": "hypersched_nb.runtime.context",
+    "save_checkpoint": "hypersched_nb.runtime.checkpoint",
+    "load_checkpoint": "hypersched_nb.runtime.checkpoint",
+    "CheckpointError": "hypersched_nb.runtime.checkpoint",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hypersched_nb.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_LAZY))

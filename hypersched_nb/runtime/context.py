@@ -33,6 +33,12 @@ class TrainContext:
 
         return DistributedDataParallel(model, device_ids=None if self.device == "cpu" else [self.device])
 
+    @staticmethod
+    def unwrap(model):
+        """The plain module inside a :meth:`wrap_model` result, whose ``state_dict()`` loads
+        the same on 1 or k workers (no ``module.`` prefixes)."""
+        return getattr(model, "module", model)
+
     def shard_loader(self, dataset, batch_size: int, *, shuffle: bool = True, epoch_seed: int = 0, **kw):
         """A DataLoader over this replica's shard of ``dataset`` (all of it on one worker).
 

@@ -1,0 +1,142 @@
+"""Orchestration overhead of the Dask runtime (issue 4's first target), side by side.
+
+    python benchmarks/runtime_overhead.py [--epoch-seconds 1.0,0.1] [--epochs 10] [--repeats 5]
+                                          [--work duration|fixed]
+
+The same trainable (``hypersched_nb.testing.trainables.TinyRegression`` plus a stand-in
+for an epoch's compute) trains ``--epochs`` epochs (1) in a plain Python loop in a fresh
+process with one torch thread, like a worker (timed inside it, from setup to the last
+epoch; not in this process, whose scheduler and client threads would slow a loop down),
+and (2) through hypersched_nb: the real driver
+(policy ``random``, one configuration) on a ``DaskRuntime`` over a one-worker local
+cluster, from ``driver.run()`` to its return, so that it counts the trial's start on the
+worker, one pinned task per epoch, the per-epoch checkpoint rule and the stop. The two
+alternate ``--repeats`` times (after one warm-up search); the ratio of the medians is the result, and the ratio of the
+best runs (the overhead with the least interference from other processes) is shown too.
+
+``--work duration`` (default) makes the stand-in a busy loop of exactly the epoch length,
+so that the ratio measures orchestration alone even on a shared, loaded machine;
+``--work fixed`` makes it a fixed number of operations calibrated here (closer to real
+training, noisier where other processes compete for the cores).
+
+Target: ratio <= 1.03 with one-second epochs; 0.1 s epochs are reported too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def plain_loop(config: dict, epochs: int) -> float:
+    """Seconds the plain loop takes in a fresh process (one torch thread, no Dask)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    out = subprocess.run(
+        [sys.executable, __file__, "--plain", json.dumps(config), "--epochs", str(epochs)],
+        env=env, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _plain(config: dict, epochs: int) -> None:
+    import torch
+
+    from hypersched_nb.runtime.context import TrainContext
+    from hypersched_nb.testing.trainables import TinyRegression
+
+    torch.set_num_threads(1)
+    TinyRegression().setup({"lr": 0.05}, TrainContext())  # first calls into torch warm up
+    t0 = time.perf_counter()
+    trainable = TinyRegression()
+    trainable.setup(config, TrainContext(seed=0))
+    for _ in range(epochs):
+        trainable.step()
+    print(time.perf_counter() - t0)
+
+
+def through_hypersched(client, config: dict, epochs: int) -> tuple[float, int]:
+    from hypersched_nb.core.policies import create
+    from hypersched_nb.experiment.driver import Driver
+    from hypersched_nb.runtime import DaskRuntime, WallClock
+    from hypersched_nb.testing.trainables import TinyRegression
+
+    clock = WallClock()
+    with tempfile.TemporaryDirectory() as ckpt:
+        runtime = DaskRuntime(
+            TinyRegression, client=client, clock=clock, metric="loss", checkpoint_dir=ckpt
+        )
+        driver = Driver(create("random", max_epochs=epochs), runtime, clock, iter([config]),
+                        deadline=10 * epochs * 60.0, max_epochs=epochs, mode="min")  # fmt: skip
+        t0 = time.perf_counter()
+        driver.run()
+        took = time.perf_counter() - t0
+        runtime.close()
+        return took, driver.trials[0].epochs
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--epoch-seconds", default="1.0,0.1")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--work", choices=("duration", "fixed"), default="duration")
+    p.add_argument("--plain", help=argparse.SUPPRESS)  # internal: run the plain loop here
+    args = p.parse_args()
+    if args.plain is not None:
+        return _plain(json.loads(args.plain), args.epochs)
+
+    from hypersched_nb.runtime import start_cluster
+    from hypersched_nb.testing.trainables import spin
+
+    client, close = start_cluster(1)
+    try:
+        through_hypersched(client, {"lr": 0.05}, 1)  # warm-up: torch imported on the worker
+        rows = []
+        for secs in [float(s) for s in args.epoch_seconds.split(",")]:
+            if args.work == "duration":
+                config = {"lr": 0.05, "work": secs}
+            else:
+                t0 = time.perf_counter()
+                spin(200)
+                config = {
+                    "lr": 0.05,
+                    "spin": max(1, round(200 * secs / (time.perf_counter() - t0))),
+                }
+            plain, dask = [], []
+            for _ in range(args.repeats):
+                plain.append(plain_loop(config, args.epochs))
+                took, trained = through_hypersched(client, config, args.epochs)
+                assert trained == args.epochs, f"trained {trained} of {args.epochs} epochs"
+                dask.append(took)
+            a, b = statistics.median(plain), statistics.median(dask)
+            best = min(dask) / min(plain)
+            rows.append((secs, a, b, b / a, (b - a) / args.epochs * 1e3, best))
+    finally:
+        close()
+
+    print(
+        f"\nOrchestration overhead: {args.epochs} epochs, "
+        f"median of {args.repeats}, work={args.work}"
+    )
+    print(
+        f"{'epoch s':>8} {'plain loop s':>13} {'hypersched s':>13} {'ratio':>7} "
+        f"{'overhead ms/epoch':>18} {'best/best':>10}"
+    )
+    for secs, a, b, ratio, per, best in rows:
+        print(f"{secs:8.2f} {a:13.3f} {b:13.3f} {ratio:7.3f} {per:18.1f} {best:10.3f}")
+    for secs, _, _, ratio, _, _ in rows:
+        if abs(secs - 1.0) < 1e-9:
+            print(
+                f"target: ratio <= 1.03 with 1 s epochs -> {ratio:.3f} "
+                f"({'met' if ratio <= 1.03 else 'NOT met'})"
+            )
+
+
+if __name__ == "__main__":
+    main()

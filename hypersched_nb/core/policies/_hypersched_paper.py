@@ -1,0 +1,221 @@
+"""HyperSched exactly as its authors implemented it (ucbrise/hypersched on Ray Tune 0.7).
+
+Liaw, Bhardwaj, Dunlap, Stoica, Gonzalez and Sen, "HyperSched: Dynamic Resource
+Reallocation for Model Development on a Deadline", SoCC 2019.
+
+Symbols: r = ``min_epochs`` (grace), R = ``max_epochs``, η = ``eta``, s(k) = the scaling
+curve in ``ctx.scaling``, T_left = ``ctx.time_left``, O = the ``startup_percentile`` of
+``ctx.startups``. Published defaults: η = 4, r = 1, R = 100, pausing on, UNIFORM split,
+benefit threshold 1.1, recharge period 5 (a grow needs ≥ 6 results since the last
+(re)start), O = 90th percentile.
+
+Rules (the authors' ``hypersched.py`` and ``dyn_allocator.py``):
+
+1. *Termination.* One bracket with milestones r·η^i. On every result, every rung the trial
+   has passed is checked, highest first: the value kept there is the trial's first report at
+   or past the milestone; cutoff = percentile (1 − 1/η) of the values recorded at that rung,
+   only with ≥ 2 recorded, computed before the trial's own value is added; a kept value
+   strictly below the cutoff pauses the trial (``pause=False``: stops it).
+2. *Promotion.* ``choose_trial_to_run`` first resumes the best paused trial of the highest
+   rung whose kept value has risen to that rung's cutoff, then starts a pending trial, then
+   (as Ray's FIFO fallback, once no configurations are left to offer) any paused trial.
+3. *Admission.* Nothing starts or resumes unless T_left > min((longest cumulative training
+   time of any trial − O)·η, R·median one-worker epoch time). The first time this fails,
+   every pending and paused trial is retired (``retire``) and admission stays closed.
+4. *Reallocation* (``allocate``). Each RUNNING trial holds one worker and spare workers go
+   round-robin best-first by last score (``split="uniform"``: 8 over 3 -> 3/3/2) or all to
+   the best (``"top_job"``). A trial grows only if s(new)·(T_left − O)/(T_left·s(cur)) >
+   ``grow_threshold`` and it has more than ``recharge`` results since its last (re)start;
+   a shrink always goes ahead. The driver applies targets at the trial's next epoch.
+
+Where we differ, and only in mechanics: the deadline comes from ``ctx`` at every call (the
+authors fixed it at construction); training time is the driver's epoch seconds, start-ups
+excluded (Ray's ``time_total_s``); O is the percentile of every observed start-up (the
+authors' of the set of distinct values) and 0 before any (they used −1); milestones past R
+are not built (they can never be reached); a shrink needs no recharge (issue 2's rule; the
+authors' allocator also waited out the recharge period before shrinking).
+
+Example (the worked example of REFERENCES.md, η = 2, r = 1):
+    >>> from hypersched_nb.core.trial import Trial
+    >>> from hypersched_nb.core.events import Result
+    >>> from hypersched_nb.core.context import PolicyContext
+    >>> hs = HyperSchedPaper(max_epochs=10, min_epochs=1, eta=2)
+    >>> ctx = PolicyContext.for_test(workers=2)
+    >>> a, b = Trial(0, {}), Trial(1, {})
+    >>> hs.on_trial_result(a, Result(0, 1, 0.5, 0, 1, 1), ctx).name
+    'CONTINUE'
+    >>> hs.on_trial_result(b, Result(1, 1, 0.9, 0, 1, 1), ctx).name
+    'CONTINUE'
+    >>> hs.on_trial_result(a, Result(0, 2, 0.6, 0, 1, 1), ctx).name
+    'PAUSE'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hypersched_nb.core.context import PolicyContext
+from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.events import Result
+from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._hypersched_rules import (
+    PausedQueue,
+    Rung,
+    RunningMedian,
+    StartupEstimate,
+    admission_open,
+    check_split,
+    milestones,
+    reallocate,
+)
+from hypersched_nb.core.trial import Trial
+from hypersched_nb.errors import ConfigError
+
+__all__ = ["HyperSchedPaper"]
+
+
+class HyperSchedPaper(Policy):
+    name = "hypersched-paper"
+
+    def __init__(
+        self,
+        *,
+        max_epochs: int = 100,
+        min_epochs: int = 1,
+        eta: float = 4,
+        pause: bool = True,
+        split: str = "uniform",
+        grow_threshold: float = 1.1,
+        recharge: int = 5,
+        startup_percentile: float = 90,
+        max_workers_per_trial: int | None = None,
+        seed: int | None = None,
+    ):
+        check_budget(max_epochs, min_epochs, eta)
+        check_split(split)
+        if not grow_threshold > 0:
+            raise ConfigError(f"`grow_threshold` is {grow_threshold}, but must be > 0")
+        if recharge < 0:
+            raise ConfigError(f"`recharge` is {recharge}, but must be >= 0")
+        if max_workers_per_trial is not None and max_workers_per_trial < 1:
+            raise ConfigError(
+                f"`max_workers_per_trial` is {max_workers_per_trial}, but must be >= 1"
+            )
+        self.max_epochs, self.min_epochs, self.eta = max_epochs, min_epochs, eta
+        self.pause, self.split = pause, split
+        self.grow_threshold, self.recharge = grow_threshold, recharge
+        self.startup_estimate = StartupEstimate(startup_percentile)
+        self.max_workers_per_trial = max_workers_per_trial
+        self.seed = seed
+        self.rungs = [Rung(m, eta) for m in reversed(milestones(max_epochs, min_epochs, eta))]
+        self._waiting = PausedQueue()  # paused trials by the index of the rung that paused them
+        self._train: dict[int, float] = {}  # trial -> cumulative training seconds
+        self._longest = 0.0
+        self._epoch = RunningMedian()  # one-worker epoch seconds
+        self.closed = False  # admission closed for good
+
+    # ------------------------------------------------------------------ termination
+
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+        tid = trial.trial_id
+        self._waiting.discard(tid)  # it runs again
+        self._train[tid] = spent = self._train.get(tid, 0.0) + result.seconds
+        self._longest = max(self._longest, spent)
+        if result.workers == 1:
+            self._epoch.add(result.seconds)
+        score = result.metric if ctx.mode == "max" else -result.metric
+        for i, rung in enumerate(self.rungs):  # highest first
+            if result.epoch < rung.milestone:
+                continue
+            cutoff = rung.cutoff()  # before the trial's own value is added
+            kept = rung.record(tid, score)
+            if cutoff is not None and kept < cutoff:
+                late = "" if kept == score else " (re-checked)"
+                self.why = f"rung {rung.milestone:g}: {kept:.4g} below cutoff {cutoff:.4g}{late}"
+                if not self.pause:
+                    return Decision.STOP
+                self._waiting.add(tid, i, kept)
+                return Decision.PAUSE
+        return Decision.CONTINUE
+
+    def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
+        self._waiting.discard(trial.trial_id)
+
+    on_trial_complete = on_trial_remove
+
+    # ------------------------------------------------------------------ admission
+
+    def startup(self, ctx: PolicyContext) -> float:
+        """O: the ``startup_percentile`` of the start-ups observed so far."""
+        return self.startup_estimate(ctx.startups)
+
+    def admission_bar(self, ctx: PolicyContext) -> tuple[bool, float]:
+        """(open, bar): would a trial be admitted now, and the time left it needs."""
+        if self.closed:
+            return False, float("inf")
+        return admission_open(
+            ctx.time_left,
+            self._longest,
+            self.startup(ctx),
+            self.eta,
+            self.max_epochs,
+            self._epoch.value(),
+        )
+
+    def admission(self, ctx: PolicyContext) -> tuple[bool, float]:
+        """As :meth:`admission_bar`, closing admission for good the first time it fails."""
+        ok, bar = self.admission_bar(ctx)
+        if not ok:
+            self.closed = True  # a one-way switch to exploitation
+        return ok, bar
+
+    def retire(self, ctx: PolicyContext) -> list[int]:
+        if self.admission(ctx)[0]:
+            return []
+        self.why = "admission closed: no new trial can catch the leader by the deadline"
+        return [*ctx.pending, *ctx.paused]
+
+    def choose_trial_to_run(self, ctx: PolicyContext) -> Trial | None:
+        if not self.admission(ctx)[0]:
+            return None
+        for i, rung in enumerate(self.rungs):  # promotion, highest rung first
+            cutoff = rung.cutoff()
+            best = self._waiting.best(i, ctx.paused) if cutoff is not None else None
+            if best is not None and best[1] >= cutoff:
+                return ctx.paused[best[0]]
+        for trial in ctx.pending.values():
+            return trial
+        if not ctx.offers_left:
+            for trial in ctx.paused.values():
+                return trial
+        return None
+
+    # ------------------------------------------------------------------ reallocation
+
+    def allocate(self, ctx: PolicyContext) -> Mapping[int, int] | None:
+        if not ctx.running:
+            return None
+        order = sorted(ctx.running.values(), key=lambda t: (-_last(t, ctx.mode), t.trial_id))
+        return reallocate(
+            order, self.split, ctx.workers, self.max_workers_per_trial, ctx.scaling,
+            ctx.time_left, self.startup(ctx), self.grow_threshold, self.recharge,
+        )  # fmt: skip
+
+    def describe(self, ctx: PolicyContext) -> str:
+        ok, bar = self.admission_bar(ctx)
+        state = (
+            f"admission open (time left {ctx.time_left:.0f} > {bar:.0f})"
+            if ok
+            else "admission closed"
+        )
+        rungs = ", ".join(f"rung {r.milestone:g}: {len(r.recorded)}" for r in reversed(self.rungs))
+        return f"{self.name}: {state}; {rungs}; {len(self._waiting)} paused"
+
+
+def _last(trial: Trial, mode: str) -> float:
+    """The trial's last score (higher is better), as the authors sort by last result."""
+    if trial.scores:
+        return trial.scores[-1]
+    if trial.metrics:
+        return trial.metrics[-1] if mode == "max" else -trial.metrics[-1]
+    return float("-inf")

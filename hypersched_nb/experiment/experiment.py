@@ -1,0 +1,439 @@
+"""The user's object: one deadline-aware search that runs in the background of a kernel.
+
+``Experiment`` builds a policy, a configuration source (an Optuna sampler by ask-and-tell)
+and a runtime (a Dask cluster, or the trace simulator through :meth:`Experiment.replay`),
+then runs the one driver loop on a thread of its own, so that a notebook stays free for the
+dashboard, the deadline slider and the magic. Everything a view shows comes from
+:meth:`Experiment.statistics`, a frozen :class:`ExperimentSnapshot`.
+
+Threads: observers read the driver's records only between its turns (see ``_observed``).
+A new deadline is written where the driver reads it on every turn; on a wall clock the
+driver waits in slices of ``poll`` seconds, so a deadline moved closer (or a stop) takes
+effect within one slice.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from datetime import datetime
+
+from hypersched_nb.core.policies import REGISTRY, Policy, check_budget, create
+from hypersched_nb.core.scaling import LINEAR, ScalingCurve
+from hypersched_nb.core.trial import Trial, TrialState
+from hypersched_nb.errors import ConfigError, HyperschedError
+from hypersched_nb.experiment._observed import Gate, Observed
+from hypersched_nb.experiment.deadline import format_duration, parse_deadline, resolve_deadline
+from hypersched_nb.experiment.driver import Driver, Outcome
+from hypersched_nb.experiment.snapshot import Best, ExperimentSnapshot, TrialRow
+from hypersched_nb.experiment.space import config_source
+
+__all__ = ["Experiment"]
+
+
+class Experiment:
+    """A deadline-aware hyperparameter search (see the README's quick start).
+
+    ``trainable`` is a :class:`~hypersched_nb.Trainable` subclass; ``space`` maps parameter
+    names to Optuna distributions (a list means a categorical choice, any other plain value
+    is fixed) or is a list of configurations offered in order; ``deadline`` is a budget
+    (``"20m"``), a wall-clock time (``"17:00"``) or seconds; ``cluster`` is a number of local
+    workers, a scheduler address or a ``distributed.Client`` (None: one worker per GPU, or
+    CPU slots); ``sampler`` is ``"tpe"``, ``"random"``, ``"qmc"`` or an Optuna sampler;
+    ``configs`` bounds how many configurations are offered; other keywords go to the policy.
+    """
+
+    def __init__(
+        self,
+        trainable=None,
+        space=None,
+        metric: str = "val_acc",
+        mode: str = "max",
+        deadline="20m",
+        max_epochs: int = 100,
+        min_epochs: int = 1,
+        eta: float = 4,
+        policy: str | Policy = "hypersched",
+        cluster=None,
+        sampler="tpe",
+        seed: int = 0,
+        checkpoint_dir=None,
+        scaling=None,
+        *,
+        configs: int | None = None,
+        target: float | None = None,
+        runtime=None,
+        clock=None,
+        poll: float = 0.25,
+        **policy_params,
+    ):
+        _check(trainable, runtime, clock, metric, mode, max_epochs, min_epochs, eta, seed, cluster, poll)  # fmt: skip
+        if space is None:
+            space = getattr(trainable, "space", lambda: None)()
+            if space is None:
+                raise ConfigError(
+                    "`space` is None and the trainable has no space(); give a dict of Optuna distributions"
+                )
+        self._deadline_spec = parse_deadline(deadline)
+        self.trainable, self.metric, self.mode = trainable, metric, mode
+        self.max_epochs, self.min_epochs, self.eta, self.seed = max_epochs, min_epochs, eta, seed
+        self.cluster, self.checkpoint_dir, self.target = cluster, checkpoint_dir, target
+        self.scaling = None if scaling is None else ScalingCurve.parse(scaling)
+        self.policy = self._policy(policy, policy_params)
+        self.source = config_source(
+            space, sampler=sampler, seed=seed, mode=mode, max_configs=configs
+        )
+        self._runtime, self._clock, self._poll = runtime, clock, poll
+        self._driver: Driver | None = None
+        self._observed: Observed | None = None
+        self._gate = Gate()
+        self._thread: threading.Thread | None = None
+        self._done = threading.Event()
+        self._status = "created"
+        self._lock = threading.Lock()  # status changes from the user's and the driver's threads
+        self._error: BaseException | None = None
+        self._started: datetime | None = None
+        self._close = None
+        self._user_events: list[dict] = []
+
+    def _policy(self, policy, params: dict) -> Policy:
+        if isinstance(policy, Policy):
+            if params:
+                raise ConfigError(
+                    f"policy keywords {sorted(params)} given with a ready-made policy object"
+                )
+            return policy
+        if policy not in REGISTRY:
+            raise ConfigError(f"`policy` is {policy!r}, but must be one of {', '.join(REGISTRY)}")
+        try:
+            return create(
+                policy,
+                max_epochs=self.max_epochs,
+                min_epochs=self.min_epochs,
+                eta=self.eta,
+                seed=self.seed,
+                **params,
+            )
+        except TypeError as exc:  # an unknown keyword for this policy
+            raise ConfigError(f"policy {policy!r}: {exc}") from None
+
+    # ------------------------------------------------------------------ simulated searches
+
+    @classmethod
+    def replay(
+        cls,
+        trace,
+        *,
+        policy: str | Policy = "hypersched",
+        deadline: float,
+        workers: int = 8,
+        configs: int = 100,
+        seed: int = 0,
+        max_epochs: int | None = None,
+        min_epochs: int = 1,
+        eta: float = 4,
+        scaling=None,
+        startup: float | None = None,
+        target: float | None = None,
+        **policy_params,
+    ) -> Experiment:
+        """A search replayed on a learning-curve trace (a name, a path or a loaded trace)
+        on a virtual clock: the same offers, policy and driver as ``bench``, in seconds of
+        trace time, with the snapshots, results and events of a live search."""
+        from hypersched_nb.sim.clock import VirtualClock
+        from hypersched_nb.sim.runtime import SimRuntime, offers
+        from hypersched_nb.sim.trace import Trace, load_trace
+
+        trace = trace if isinstance(trace, Trace) else load_trace(trace)
+        R = max_epochs or trace.longest
+        curve = trace.scaling if scaling is None else ScalingCurve.parse(scaling)
+        clock = VirtualClock()
+        runtime = SimRuntime(trace, clock, workers, scaling=curve, startup=startup, max_epochs=R)
+        return cls(
+            None, offers(trace, configs, seed), metric=trace.metric_name, mode=trace.mode,
+            deadline=deadline, max_epochs=R, min_epochs=min_epochs, eta=eta, policy=policy,
+            seed=seed, scaling=curve, target=target, runtime=runtime, clock=clock, **policy_params,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ control
+
+    def start(self) -> Experiment:
+        """Start the search on a background thread and return at once."""
+        if self._status != "created":
+            raise HyperschedError(
+                f"this experiment is {self._status}; build a new Experiment to search again"
+            )
+        runtime, clock, poll = self._runtime, self._clock, None
+        if runtime is None:  # the deadline counts from here, cluster start-up included
+            from hypersched_nb.runtime import WallClock
+
+            clock, self._started, poll = WallClock(), datetime.now(), self._poll
+        deadline = resolve_deadline(
+            self._deadline_spec, elapsed=clock.now(), current=None, started=self._started
+        )
+        if runtime is None:
+            runtime = self._live_runtime(clock)
+        try:
+            scaling = self.scaling or getattr(runtime, "scaling", None) or LINEAR
+            self._observed = Observed(
+                runtime, clock, self._gate, poll, lambda: self._driver.deadline
+            )
+            self._driver = Driver(
+                self.policy, self._observed, clock, self.source, deadline=deadline,
+                max_epochs=self.max_epochs, mode=self.mode, scaling=scaling, target=self.target,
+                journal=True, on_trial_over=self._tell,
+            )  # fmt: skip
+        except BaseException:
+            self._shut(runtime)
+            raise
+        self._clock = clock
+        self._status = "running"
+        self._thread = threading.Thread(target=self._run, name="hypersched-driver", daemon=True)
+        self._thread.start()
+        return self
+
+    def _live_runtime(self, clock):
+        from hypersched_nb.runtime import DaskRuntime, start_cluster
+
+        c = self.cluster
+        if c is None or isinstance(c, int):
+            client, self._close = start_cluster(c)
+        elif isinstance(c, str):
+            client, self._close = start_cluster(address=c)
+        else:
+            client, self._close = start_cluster(client=c)
+        if self.checkpoint_dir is None:  # a fresh folder per search (git ignores it)
+            self.checkpoint_dir = os.path.join(
+                "hypersched-runs", f"{self._started:%Y%m%d-%H%M%S}-{os.getpid()}"
+            )
+        try:
+            runtime = DaskRuntime(
+                self.trainable, client=client, clock=clock, metric=self.metric,
+                checkpoint_dir=self.checkpoint_dir, seed=self.seed,
+            )  # fmt: skip
+        except BaseException:
+            self._shut(None)
+            raise
+        return runtime
+
+    def _shut(self, runtime) -> None:
+        """Free the workers and close a cluster this experiment started."""
+        for closer in (getattr(runtime, "close", None), self._close):
+            if closer is not None:
+                try:
+                    closer()
+                except Exception:  # noqa: BLE001, S110 - a failing shutdown must not hide the result
+                    pass
+
+    def _run(self) -> None:
+        self._gate.enter()
+        try:
+            self._driver.run()
+            with self._lock:
+                self._status = "finished"
+        except BaseException as exc:  # noqa: BLE001 - kept, and raised again by wait()
+            with self._lock:
+                self._error, self._status = exc, "failed"
+        finally:
+            self._gate.leave()
+            self._shut(self._observed.inner)
+            self._done.set()
+
+    def _tell(self, trial: Trial) -> None:
+        complete = trial.epochs >= self.max_epochs or trial.trial_id in self._observed.done
+        self.source.tell(trial, complete=complete and trial.state is TrialState.TERMINATED)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the search is over (or ``timeout`` seconds); True when it is over.
+        Raises what the search raised, if it failed."""
+        if self._thread is None:
+            raise HyperschedError("the search has not started; call start() first")
+        over = self._done.wait(timeout)
+        if over and self._error is not None:
+            raise self._error
+        return over
+
+    def run(self) -> Best | None:
+        """Start, wait for the end and return the best result."""
+        self.start()
+        self.wait()
+        return self.best
+
+    def stop(self, wait: bool = True) -> None:
+        """End the search gracefully: running trials stop at once, the best so far stays."""
+        if self._driver is None:
+            raise HyperschedError("the search has not started; nothing to stop")
+        with self._lock:
+            if self._status == "running":
+                self._status = "stopping"
+                self._driver.request_stop()
+        if wait:
+            self.wait()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    # ------------------------------------------------------------------ the deadline
+
+    @property
+    def deadline(self) -> float:
+        """Seconds since the start at which everything stops. Set it while the search runs
+        to a budget ("30m"), a time ("17:00") or a shift ("+10m", "-5m"); a deadline already
+        past ends the search now."""
+        if self._driver is not None:
+            return self._driver.deadline
+        return resolve_deadline(
+            self._deadline_spec, elapsed=0.0, current=None, started=datetime.now()
+        )
+
+    @deadline.setter
+    def deadline(self, spec) -> None:
+        if self._driver is None:
+            d = parse_deadline(spec)
+            if d.kind == "shift":  # moves the deadline set so far
+                d = parse_deadline(self.deadline + d.seconds)
+            self._deadline_spec = d
+            return
+        if self._status != "running":
+            raise HyperschedError(f"the search is {self._status}; its deadline can no longer move")
+        now = self._clock.now()
+        new = resolve_deadline(
+            spec, elapsed=now, current=self._driver.deadline, started=self._started
+        )
+        new = max(new, now)  # a deadline already past means now: nothing is undone
+        self._driver.deadline = new
+        when = "now" if new <= now else f"in {format_duration(new - now)}"
+        self._user_events.append(
+            {
+                "time": now,
+                "trial": None,
+                "action": "DeadlineChanged",
+                "reason": f"deadline moved to {new:.0f}s ({when}) by the user",
+            }
+        )
+        self._observed.version += 1
+
+    # ------------------------------------------------------------------ what it found
+
+    @property
+    def best(self) -> Best | None:
+        """The best result reported so far: trial, configuration, metric, epoch."""
+        if self._driver is None:
+            return None
+        with self._gate.reading():
+            return self._best()
+
+    def _best(self) -> Best | None:
+        out: Outcome = self._driver.outcome
+        if out.best_trial is None:
+            return None
+        trial = self._driver.trials[out.best_trial]
+        epoch = trial.scores.index(trial.best_score) + 1
+        return Best(trial.trial_id, dict(trial.config), trial.metrics[epoch - 1], epoch)
+
+    @property
+    def events(self) -> list[dict]:
+        """Every decision with its reason (time, trial, action, reason), oldest first."""
+        if self._driver is None:
+            return []
+        with self._gate.reading():
+            journal = list(self._driver.outcome.journal)
+        return sorted(journal + list(self._user_events), key=lambda e: e["time"])
+
+    def results(self):
+        """One row per trial: state, epochs, best and last metric, workers, start and stop
+        times, the reason for its state and its configuration (``config_<name>`` columns)."""
+        return self.statistics().frame()
+
+    def statistics(self) -> ExperimentSnapshot:
+        """A frozen snapshot of the search now (what the dashboard and the magic show)."""
+        policy = getattr(self.policy, "name", type(self.policy).__name__)
+        if self._driver is None:
+            return ExperimentSnapshot(
+                time=0.0, deadline=self.deadline, status=self._status, metric=self.metric,
+                mode=self.mode, policy=policy, describe="", workers=0,
+            )  # fmt: skip
+        with self._gate.reading():
+            return self._snapshot(policy)
+
+    def _snapshot(self, policy: str) -> ExperimentSnapshot:
+        d, obs = self._driver, self._observed
+        now = d.outcome.ended_at if self._status == "finished" else self._clock.now()
+        rows = tuple(_row(t, obs.peak.get(t.trial_id, 0)) for t in d.trials.values())
+        describe = self.policy.describe(d._ctx())
+        error = None
+        if self._error is not None:
+            error = f"{type(self._error).__name__}: {self._error}"
+        return ExperimentSnapshot(
+            time=now, deadline=d.deadline, status=self._status, metric=self.metric, mode=self.mode,
+            policy=policy, describe=describe, workers=d.capacity, trials=rows,
+            allocation=tuple(obs.allocation), capacity=tuple(obs.capacity), best=self._best(),
+            events=tuple(sorted(list(d.outcome.journal) + list(self._user_events), key=lambda e: e["time"])),
+            started=self._started, error=error, version=obs.version,
+        )  # fmt: skip
+
+    def dashboard(self, **options):
+        """The live widgets (``hypersched_nb.notebook.dashboard``), shown in a notebook."""
+        import importlib  # the notebook layer sits above this one: looked up, not imported
+
+        return importlib.import_module("hypersched_nb.notebook.dashboard").Dashboard(
+            self, **options
+        )
+
+    def __repr__(self) -> str:
+        snap = self.statistics()
+        return f"<Experiment {snap.policy} {snap.status}: {snap.progress_line()}>"
+
+
+def _row(t: Trial, peak: int) -> TrialRow:
+    best = (
+        t.metrics[t.scores.index(t.best_score)]
+        if t.scores and math.isfinite(t.best_score)
+        else math.nan
+    )
+    return TrialRow(
+        trial_id=t.trial_id, config=dict(t.config), state=t.state.name, epochs=t.epochs, best=best,
+        last=t.metrics[-1] if t.metrics else math.nan, workers=t.workers, peak_workers=peak,
+        started_at=t.started_at, stopped_at=t.stopped_at, reason=t.reason, metrics=tuple(t.metrics),
+        starts=t.starts, error=t.error,
+    )  # fmt: skip
+
+
+def _check(
+    trainable, runtime, clock, metric, mode, max_epochs, min_epochs, eta, seed, cluster, poll
+) -> None:
+    """The constructor's checks: one-line errors naming the parameter."""
+    if runtime is None and not (
+        isinstance(trainable, type) and callable(getattr(trainable, "step", None))
+    ):
+        raise ConfigError(
+            f"`trainable` is {trainable!r}, but must be a Trainable subclass (the class itself)"
+        )
+    if runtime is not None and clock is None:
+        raise ConfigError("`clock` is None, but a custom `runtime` needs the clock it runs on")
+    if not isinstance(metric, str) or not metric:
+        raise ConfigError(
+            f"`metric` is {metric!r}, but must be the name of a metric that step() returns"
+        )
+    if mode not in ("max", "min"):
+        raise ConfigError(f"`mode` is {mode!r}, but must be 'max' or 'min'")
+    for name, value in (("max_epochs", max_epochs), ("min_epochs", min_epochs), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"`{name}` is {value!r}, but must be an integer")
+    check_budget(max_epochs, min_epochs, eta)
+    if cluster is not None and not _cluster_ok(cluster):
+        raise ConfigError(
+            f"`cluster` is {cluster!r}, but must be a number of workers >= 1, an address or a Client"
+        )
+    if not isinstance(poll, (int, float)) or not poll > 0:
+        raise ConfigError(f"`poll` is {poll!r}, but must be > 0 seconds")
+
+
+def _cluster_ok(cluster) -> bool:
+    if isinstance(cluster, bool):
+        return False
+    if isinstance(cluster, int):
+        return cluster >= 1
+    return isinstance(cluster, str) or hasattr(cluster, "submit")

@@ -1,0 +1,186 @@
+"""A frozen picture of a search (trio's ``statistics()``): what every view draws from.
+
+The dashboard, the magic, the demo's progress line and the HTML report all read
+:class:`ExperimentSnapshot` values and nothing else, so none of them can disturb the search.
+Times are seconds on the search's clock (0 = start); ``started`` gives the wall time of 0
+for a live search.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from hypersched_nb.experiment.deadline import format_duration
+
+__all__ = ["ExperimentSnapshot", "TrialRow", "Allocation", "Best"]
+
+
+_COLUMNS = (
+    "trial", "state", "epochs", "best", "last", "workers", "peak_workers", "started_at", "stopped_at", "reason",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRow:
+    """One trial as it stands. ``best`` and ``last`` are raw metric values (NaN: none yet)."""
+
+    trial_id: int
+    config: Mapping
+    state: str  # PENDING, RUNNING, PAUSED, TERMINATED or ERRORED
+    epochs: int
+    best: float
+    last: float
+    workers: int  # held now
+    peak_workers: int  # most ever held at once
+    started_at: float | None
+    stopped_at: float | None
+    reason: str  # why it is where it is ("paused at rung 4: ...")
+    metrics: tuple[float, ...] = ()  # per epoch, raw
+    starts: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """From ``time`` on, ``trial`` holds ``workers`` workers (0: none)."""
+
+    time: float
+    trial: int
+    workers: int
+
+
+@dataclass(frozen=True, slots=True)
+class Best:
+    """The best result so far: the trial, its configuration, the metric and its epoch."""
+
+    trial_id: int
+    config: Mapping
+    metric: float
+    epoch: int
+
+
+@dataclass(frozen=True)
+class ExperimentSnapshot:
+    """The state of one search at one moment; cheap to keep, never changes."""
+
+    time: float
+    deadline: float
+    status: str  # created, running, stopping, finished or failed
+    metric: str
+    mode: str
+    policy: str  # the registry name
+    describe: str  # the policy's own line on what it believes now
+    workers: int  # workers in the cluster now
+    trials: tuple[TrialRow, ...] = ()
+    allocation: tuple[Allocation, ...] = ()  # every change of a trial's workers, in time order
+    capacity: tuple[tuple[float, int], ...] = ()  # (time, workers in the cluster), in time order
+    best: Best | None = None
+    events: tuple[dict, ...] = ()  # the journal: time, trial, action, reason
+    started: datetime | None = None  # wall time at clock 0 (None on a virtual clock)
+    error: str | None = None
+    version: int = 0  # grows with every change the search makes
+    counts: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not self.counts:
+            n = {s: 0 for s in ("PENDING", "RUNNING", "PAUSED", "TERMINATED", "ERRORED")}
+            for row in self.trials:
+                n[row.state] = n.get(row.state, 0) + 1
+            object.__setattr__(self, "counts", n)
+
+    # ------------------------------------------------------------------ derived
+
+    @property
+    def time_left(self) -> float:
+        return max(0.0, self.deadline - self.time)
+
+    @property
+    def running(self) -> tuple[TrialRow, ...]:
+        return tuple(r for r in self.trials if r.state == "RUNNING")
+
+    @property
+    def stopped(self) -> int:
+        """Trials that are over (terminated or errored)."""
+        return self.counts.get("TERMINATED", 0) + self.counts.get("ERRORED", 0)
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("finished", "failed")
+
+    def wall(self, t: float) -> datetime | None:
+        """The wall time of clock time ``t`` (None on a virtual clock)."""
+        return None if self.started is None else self.started + timedelta(seconds=t)
+
+    def deadline_text(self) -> str:
+        """``"17:00:00 (in 12m 05s)"`` live, ``"at 900s"`` on a virtual clock."""
+        at = self.wall(self.deadline)
+        where = f"at {self.deadline:.0f}s" if at is None else at.strftime("%H:%M:%S")
+        if self.done:
+            return where
+        return f"{where} (in {format_duration(self.time_left)})"
+
+    def workers_text(self) -> str:
+        """Workers per running trial, most first: ``"#3:2 #5:1"``."""
+        rows = sorted(self.running, key=lambda r: (-r.workers, r.trial_id))
+        return " ".join(f"#{r.trial_id}:{r.workers}" for r in rows) or "-"
+
+    def best_text(self, digits: int = 4) -> str:
+        if self.best is None:
+            return f"best {self.metric} -"
+        return f"best {self.metric} {_fmt(self.best.metric, digits)} (#{self.best.trial_id}, epoch {self.best.epoch})"
+
+    def progress_line(self) -> str:
+        """One line for a terminal or a status bar."""
+        c = self.counts
+        head = "done" if self.done else f"{format_duration(self.time_left)} left"
+        return (
+            f"{head} | running {c.get('RUNNING', 0)} paused {c.get('PAUSED', 0)} "
+            f"stopped {self.stopped} | workers {self.workers_text()} | {self.best_text()}"
+        )
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.policy} search, {self.status}: deadline {self.deadline_text()}, {self.workers} workers",
+            self.progress_line(),
+        ]
+        if self.describe and self.describe != self.policy:
+            lines.append(f"policy: {self.describe}")
+        if self.error:
+            lines.append(f"error: {self.error.strip().splitlines()[-1]}")
+        return "\n".join(lines)
+
+    def frame(self):
+        """The trials as a pandas DataFrame, one row per trial (index ``trial``): state,
+        epochs, best and last metric, workers now and at most, start and stop times, the
+        reason for its state, and the configuration as ``config_<name>`` columns."""
+        import pandas as pd
+
+        rows = []
+        for r in self.trials:
+            row = {name: getattr(r, name) for name in _COLUMNS[1:]}
+            row["trial"] = r.trial_id
+            row.update({f"config_{k}": v for k, v in r.config.items()})
+            rows.append(row)
+        return pd.DataFrame(rows, columns=None if rows else list(_COLUMNS)).set_index("trial")
+
+    def allocation_series(self) -> tuple[list[float], dict[int, list[int]]]:
+        """A common time grid and each trial's workers on it (for stacked step plots).
+
+        The grid holds every time an allocation changed, plus the snapshot's time; a
+        trial's value at grid time ``t`` holds until the next grid time.
+        """
+        times = sorted({a.time for a in self.allocation} | {min(self.time, self.deadline)} | {0.0})
+        index = {t: i for i, t in enumerate(times)}
+        series: dict[int, list[int]] = {}
+        for a in self.allocation:
+            row = series.setdefault(a.trial, [0] * len(times))
+            for i in range(index[a.time], len(times)):
+                row[i] = a.workers
+        return times, series
+
+
+def _fmt(value: float, digits: int) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}g}"

@@ -1,0 +1,180 @@
+"""Where configurations come from: an Optuna sampler by ask-and-tell, or a fixed list.
+
+The driver pulls configurations one at a time (``next(offers, None)``) when it has a free
+worker and nothing to resume; when a trial is over, :meth:`OptunaSource.tell` reports it
+back so that the sampler (TPE, random, QMC or any Optuna sampler) learns from it:
+
+- a trial that trained to ``max_epochs`` (or said it was done) is COMPLETE with its best
+  metric;
+- a trial stopped early (by the policy, the deadline or the user) is PRUNED with its
+  per-epoch metrics as intermediate values — TPE ranks pruned trials by them, as it does
+  under Optuna's own pruners;
+- a trial that never trained, raised or diverged is FAIL (samplers ignore it).
+
+Example:
+    >>> import optuna
+    >>> src = OptunaSource({"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True),
+    ...                     "width": [16, 32], "epochs_per_step": 1}, sampler="random", seed=0)
+    >>> config = next(src)
+    >>> sorted(config), config["epochs_per_step"]
+    (['epochs_per_step', 'lr', 'width'], 1)
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+
+from hypersched_nb.core.trial import Trial, TrialState
+from hypersched_nb.errors import ConfigError
+
+__all__ = ["OptunaSource", "ListSource", "config_source", "SAMPLERS"]
+
+#: sampler names accepted by ``Experiment(sampler=...)``; any Optuna sampler object works too
+SAMPLERS = ("tpe", "random", "qmc")
+_FIXED = (int, float, str, bool, type(None))
+
+
+def _sampler(name, seed: int):
+    import optuna
+
+    if isinstance(name, optuna.samplers.BaseSampler):
+        return name
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "qmc":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # QMC warns that asynchronous seeding varies
+            return optuna.samplers.QMCSampler(
+                seed=seed, scramble=True, warn_asynchronous_seeding=False
+            )
+    raise ConfigError(
+        f"`sampler` is {name!r}, but must be one of {', '.join(map(repr, SAMPLERS))} or an Optuna sampler"
+    )
+
+
+def _split_space(space: Mapping) -> tuple[dict, dict]:
+    """(distributions to sample, fixed values) from a user's space."""
+    from optuna.distributions import BaseDistribution, CategoricalDistribution
+
+    dists, fixed = {}, {}
+    for name, spec in space.items():
+        if not isinstance(name, str):
+            raise ConfigError(f"`space` key {name!r} must be a string (a parameter name)")
+        if isinstance(spec, BaseDistribution):
+            dists[name] = spec
+        elif isinstance(spec, list):
+            if not spec:
+                raise ConfigError(f"`space[{name!r}]` is an empty list; give at least one choice")
+            dists[name] = CategoricalDistribution(spec)
+        elif isinstance(spec, _FIXED):
+            fixed[name] = spec
+        else:
+            raise ConfigError(
+                f"`space[{name!r}]` is {spec!r}, but must be an Optuna distribution, a list of "
+                "choices or a fixed value"
+            )
+    return dists, fixed
+
+
+class OptunaSource(Iterator[dict]):
+    """Configurations asked of an Optuna study; results told back when trials end.
+
+    ``max_configs`` bounds how many are offered (None: as many as the policy admits). The
+    i-th configuration offered becomes the driver's trial i. Optuna's per-trial INFO log is
+    turned down to WARNING so that a notebook cell is not flooded.
+    """
+
+    def __init__(
+        self,
+        space: Mapping,
+        *,
+        sampler="tpe",
+        seed: int = 0,
+        mode: str = "max",
+        max_configs: int | None = None,
+    ):
+        import optuna
+
+        if not isinstance(space, Mapping) or not space:
+            raise ConfigError(
+                f"`space` is {space!r}, but must be a non-empty dict of Optuna distributions"
+            )
+        if max_configs is not None and max_configs < 1:
+            raise ConfigError(f"`configs` is {max_configs}, but must be >= 1")
+        self.distributions, self.fixed = _split_space(space)
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.study = optuna.create_study(
+            direction="maximize" if mode == "max" else "minimize", sampler=_sampler(sampler, seed)
+        )
+        self.max_configs = max_configs
+        self._asked: list = []  # optuna trial of driver trial i
+
+    def __next__(self) -> dict:
+        if self.max_configs is not None and len(self._asked) >= self.max_configs:
+            raise StopIteration
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # independent-sampling notices, one per trial
+            trial = self.study.ask(self.distributions)
+        self._asked.append(trial)
+        return {**trial.params, **self.fixed}
+
+    def tell(self, trial: Trial, *, complete: bool) -> None:
+        """Report a finished driver trial (``complete``: it trained to the end)."""
+        from optuna.trial import TrialState as OptunaState
+
+        if trial.trial_id >= len(self._asked):
+            return  # not one of ours
+        ask = self._asked[trial.trial_id]
+        finite = [m for m in trial.metrics if math.isfinite(m)]
+        if trial.state is TrialState.ERRORED or not finite or len(finite) < len(trial.metrics):
+            self.study.tell(ask, state=OptunaState.FAIL, skip_if_finished=True)
+            return
+        for epoch, metric in enumerate(trial.metrics, 1):
+            ask.report(metric, epoch)
+        if complete:
+            best = max(finite) if self.study.direction.name == "MAXIMIZE" else min(finite)
+            self.study.tell(ask, best, skip_if_finished=True)
+        else:
+            self.study.tell(ask, state=OptunaState.PRUNED, skip_if_finished=True)
+
+    @property
+    def offered(self) -> int:
+        return len(self._asked)
+
+
+class ListSource(Iterator[dict]):
+    """Configurations from a fixed list (or any iterable), offered in order."""
+
+    def __init__(self, configs: Iterable[dict]):
+        self._it = iter(configs)
+        self.offered = 0
+
+    def __next__(self) -> dict:
+        config = next(self._it)
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"`space` item {self.offered} is {config!r}, but must be a dict")
+        self.offered += 1
+        return dict(config)
+
+    def tell(self, trial: Trial, *, complete: bool) -> None:
+        """Nothing learns from a fixed list."""
+
+
+def config_source(
+    space, *, sampler="tpe", seed: int = 0, mode: str = "max", max_configs: int | None = None
+):
+    """An :class:`OptunaSource` for a dict space, a :class:`ListSource` for a list of dicts."""
+    if isinstance(space, Mapping):
+        return OptunaSource(space, sampler=sampler, seed=seed, mode=mode, max_configs=max_configs)
+    if isinstance(space, (list, tuple)) or (
+        isinstance(space, Iterable) and not isinstance(space, (str, bytes))
+    ):
+        configs = list(space)[:max_configs] if max_configs is not None else space
+        return ListSource(configs)
+    raise ConfigError(
+        f"`space` is {space!r}, but must be a dict of Optuna distributions or a list of configurations"
+    )

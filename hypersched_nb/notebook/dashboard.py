@@ -1,0 +1,202 @@
+"""Live widgets for a running search: workers per trial against the deadline, learning
+curves, the policy's own line, recent decisions, a deadline slider and a stop button.
+
+The dashboard only observes: a background thread reads :meth:`Experiment.statistics`
+every ``interval`` seconds and pushes trait updates (the figures only when the snapshot's
+``version`` moved), so the kernel stays free for the slider while the search runs. The one
+thing it writes is what a person asks for: a new deadline, or a stop. The display also
+carries a static HTML/SVG picture, refreshed when the search ends, so a saved notebook
+shows the final state where the widget state is missing or stale.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+
+from hypersched_nb.experiment.deadline import format_duration
+from hypersched_nb.experiment.snapshot import ExperimentSnapshot
+from hypersched_nb.notebook.figures import allocation_figure, curves_figure
+from hypersched_nb.notebook.static import static_html
+
+__all__ = ["Dashboard"]
+
+_EVENTS_SHOWN = 8
+
+
+class Dashboard:
+    """``Dashboard(exp)`` (or ``exp.dashboard()``) as the last line of a cell shows it.
+
+    ``interval`` is the refresh period in seconds; ``slider_max`` the slider's end in
+    seconds since the start (default: three times the deadline, at least five minutes).
+    """
+
+    def __init__(self, experiment, *, interval: float = 1.0, slider_max: float | None = None):
+        import ipywidgets as w
+        import plotly.graph_objects as go
+
+        self.experiment = experiment
+        self.interval = interval
+        snap = experiment.statistics()
+        self._version = -1
+        self._handle = None
+        self._thread: threading.Thread | None = None
+        self._closed = threading.Event()
+        self._setting = False  # True while the code itself moves the slider
+        self.header = w.HTML()
+        self.policy_line = w.HTML()
+        end = slider_max or max(3 * snap.deadline, 300.0)
+        self.slider = w.FloatSlider(
+            value=snap.deadline / 60, min=_step(end), max=end / 60, step=_step(end), description="deadline",
+            readout=False, continuous_update=False, layout=w.Layout(width="360px"),
+        )  # fmt: skip
+        self.slider_label = w.Label()
+        self.stop_button = w.Button(
+            description="stop", icon="stop", button_style="warning", layout=w.Layout(width="90px")
+        )
+        self.allocation = go.FigureWidget(allocation_figure(snap))
+        self.curves = go.FigureWidget(curves_figure(snap))
+        self.events = w.HTML()
+        self.slider.observe(self._on_slider, names="value")
+        self.stop_button.on_click(self._on_stop)
+        self.widget = w.VBox(
+            [
+                self.header,
+                self.policy_line,
+                w.HBox([self.slider, self.slider_label, self.stop_button]),
+                w.HBox([self.allocation, self.curves], layout=w.Layout(flex_flow="row wrap")),
+                self.events,
+            ]
+        )
+        self.refresh(snap)
+
+    # ------------------------------------------------------------------ display
+
+    def _bundle(self, snap: ExperimentSnapshot) -> dict:
+        data = self.widget._repr_mimebundle_()
+        data = dict(data[0] if isinstance(data, tuple) else data)
+        data["text/html"] = static_html(snap)
+        data["text/plain"] = str(snap)
+        return data
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        self._handle = display(
+            self._bundle(self.experiment.statistics()), raw=True, display_id=True
+        )
+        self.start()
+
+    def start(self) -> Dashboard:
+        """Begin refreshing on a background thread (showing the dashboard does it)."""
+        if self._thread is None and not self.experiment.statistics().done:
+            self._thread = threading.Thread(
+                target=self._loop, name="hypersched-dashboard", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop refreshing (the search goes on)."""
+        self._closed.set()
+
+    def _loop(self) -> None:
+        try:
+            while not self._closed.wait(self.interval):
+                snap = self.experiment.statistics()
+                self.refresh(snap)
+                if snap.done:
+                    if self._handle is not None:
+                        self._handle.update(self._bundle(snap), raw=True)
+                    break
+        except Exception as exc:  # noqa: BLE001 - a thread has nowhere else to say it
+            self.header.value += f"<br>dashboard stopped: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
+
+    # ------------------------------------------------------------------ updates
+
+    def refresh(self, snap: ExperimentSnapshot | None = None) -> ExperimentSnapshot:
+        """Bring every widget up to ``snap`` (default: a new snapshot); returns it."""
+        snap = snap or self.experiment.statistics()
+        self.header.value = _header(snap)
+        self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.describe else ""
+        self._sync_slider(snap)
+        if snap.version != self._version:
+            _sync(self.allocation, allocation_figure(snap))
+            _sync(self.curves, curves_figure(snap))
+            self.events.value = _events_html(snap)
+            self._version = snap.version
+        elif not snap.done:  # only time moved: the "now" line and the axis
+            new = allocation_figure(snap, traces=False)
+            with self.allocation.batch_update():
+                self.allocation.layout.shapes = new.layout.shapes
+                self.allocation.layout.xaxis.range = new.layout.xaxis.range
+        if snap.done:
+            self.slider.disabled = self.stop_button.disabled = True
+        return snap
+
+    def _sync_slider(self, snap: ExperimentSnapshot) -> None:
+        self._setting = True
+        try:
+            if snap.deadline / 60 > self.slider.max:
+                self.slider.max = snap.deadline / 60 * 1.5
+            if abs(self.slider.value - snap.deadline / 60) > 1e-9:
+                self.slider.value = snap.deadline / 60
+        finally:
+            self._setting = False
+        self.slider_label.value = snap.deadline_text()
+
+    def _on_slider(self, change) -> None:
+        if self._setting or self.experiment.statistics().done:
+            return
+        self.experiment.deadline = change["new"] * 60
+        self.refresh()
+
+    def _on_stop(self, _button) -> None:
+        self.experiment.stop(wait=False)
+        self.stop_button.disabled = True
+
+
+def _step(end: float) -> float:
+    """A slider step of about 1/200 of its range, in round minutes."""
+    for step in (0.05, 0.1, 0.25, 0.5, 1, 5, 10, 30):
+        if end / 60 / step <= 200:
+            return step
+    return 60.0
+
+
+def _header(snap: ExperimentSnapshot) -> str:
+    c = snap.counts
+    state = {
+        "running": "running",
+        "stopping": "stopping…",
+        "finished": "finished",
+        "failed": "failed",
+    }.get(snap.status, snap.status)
+    left = "" if snap.done else f" · <b>{format_duration(snap.time_left)}</b> left"
+    text = (
+        f"<b>{html.escape(snap.policy)}</b> {state}{left} · {snap.workers} workers · running {c.get('RUNNING', 0)}, "
+        f"paused {c.get('PAUSED', 0)}, stopped {snap.stopped} · {html.escape(snap.best_text())}"
+    )
+    if snap.error:
+        text += f"<br><span style='color:#C0392B'>{html.escape(snap.error.splitlines()[-1])}</span>"
+    return text
+
+
+def _events_html(snap: ExperimentSnapshot) -> str:
+    rows = []
+    for e in snap.events[-_EVENTS_SHOWN:][::-1]:
+        trial = "" if e["trial"] is None else f"#{e['trial']}"
+        rows.append(
+            f"<tr><td>{e['time']:.1f}s</td><td>{trial}</td><td>{html.escape(e['action'])}</td>"
+            f"<td>{html.escape(str(e['reason']))}</td></tr>"
+        )
+    return "<table style='font-size:11px'>" + "".join(rows) + "</table>" if rows else ""
+
+
+def _sync(live, new) -> None:
+    """Make a FigureWidget show ``new``: one batched message (replacing the traces costs
+    less than updating them one by one)."""
+    with live.batch_update():
+        live.data = ()
+        live.add_traces(list(new.data))
+        live.layout = new.layout

@@ -1,0 +1,216 @@
+"""``%hypersched``: start, watch, re-time and stop a search from a notebook line.
+
+::
+
+    %load_ext hypersched_nb
+    %hypersched start DigitsCNN --metric val_acc --deadline 2m --workers 2 --max-epochs 30
+    %hypersched status
+    %hypersched deadline +10m
+    %hypersched stop
+
+``start`` takes a trainable (a name in the notebook, or ``module:Class``) or an
+``Experiment`` the notebook already built (started or not: a running one is followed); it
+binds a new experiment to ``exp`` (``--name``) and shows the dashboard. The other subcommands act on the last search started here. Bad
+input is a one-line ``UsageError``; ``--help`` works on every subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import (
+    MagicArgumentParser,
+    argument,
+    magic_arguments,
+    parse_argstring,
+)
+
+from hypersched_nb.errors import HyperschedError
+
+__all__ = ["HyperschedMagics"]
+
+COMMANDS = ("start", "status", "deadline", "stop")
+
+
+class _Help(Exception):
+    """argparse printed a help text; nothing else to do."""
+
+
+class _Parser(MagicArgumentParser):
+    def __init__(self, **kw):
+        super().__init__(add_help=True, formatter_class=argparse.RawDescriptionHelpFormatter, **kw)
+
+    def exit(self, status=0, message=None):
+        if message:
+            raise UsageError(message.strip())
+        raise _Help
+
+
+def _start_parser() -> _Parser:
+    p = _Parser(
+        prog="%hypersched start", description="Start a deadline-aware search in the background."
+    )
+    p.add_argument(
+        "trainable", help="a Trainable class in the notebook, 'module:Class', or an Experiment"
+    )
+    p.add_argument(
+        "--space", help="name of a dict of Optuna distributions (default: the trainable's space())"
+    )
+    p.add_argument(
+        "--metric", default="val_acc", help="metric that step() returns (default: val_acc)"
+    )
+    p.add_argument("--mode", default="max", choices=("max", "min"))
+    p.add_argument("--deadline", default="20m", help="'20m', '1h30m', '17:00' ... (default: 20m)")
+    p.add_argument("--max-epochs", type=int, default=100)
+    p.add_argument("--min-epochs", type=int, default=1)
+    p.add_argument("--eta", type=float, default=4)
+    p.add_argument("--policy", default="hypersched")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers", type=int, help="local worker processes (default: one per GPU, or CPU slots)"
+    )
+    where.add_argument("--address", help="scheduler address of an existing Dask cluster")
+    p.add_argument("--sampler", default="tpe", help="tpe, random or qmc (default: tpe)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--configs", type=int, help="offer at most this many configurations")
+    p.add_argument("--checkpoint-dir", help="where checkpoints go (any fsspec URL)")
+    p.add_argument(
+        "--name", default="exp", help="notebook variable the experiment is bound to (default: exp)"
+    )
+    p.add_argument(
+        "--no-dashboard", action="store_true", help="print one status line instead of the widgets"
+    )
+    return p
+
+
+def _deadline_parser() -> _Parser:
+    p = _Parser(prog="%hypersched deadline", description="Move the deadline of the running search.")
+    p.add_argument(
+        "deadline", help="'+10m' (ten more minutes), '-5m', '30m' (from the start) or '17:00'"
+    )
+    return p
+
+
+def _plain_parser(name: str, text: str) -> _Parser:
+    return _Parser(prog=f"%hypersched {name}", description=text)
+
+
+@magics_class
+class HyperschedMagics(Magics):
+    """The ``%hypersched`` line magic (registered by ``%load_ext hypersched_nb``)."""
+
+    def __init__(self, shell=None):
+        super().__init__(shell)
+        self.current = None  # the last Experiment started or adopted here
+
+    @magic_arguments()
+    @argument("command", nargs="?", help=f"one of: {', '.join(COMMANDS)}")
+    @argument(
+        "args", nargs="...", help="the subcommand's arguments (see %%hypersched COMMAND --help)"
+    )
+    @line_magic
+    def hypersched(self, line: str = ""):
+        """Deadline-aware hyperparameter search from the notebook.
+
+        Subcommands: ``start TRAINABLE [options]`` (a search in the background, with the
+        dashboard), ``status`` (one summary), ``deadline SPEC`` (move it: '+10m', '17:00'),
+        ``stop`` (end gracefully, keeping the best so far).
+        """
+        if line.strip() in ("-h", "--help"):
+            print(self.hypersched.parser.format_help())
+            return None
+        args = parse_argstring(self.hypersched, line)
+        if args.command is None:
+            raise UsageError(
+                f"%hypersched needs a subcommand: {', '.join(COMMANDS)} (try %hypersched start --help)"
+            )
+        if args.command not in COMMANDS:
+            raise UsageError(
+                f"%hypersched: unknown subcommand {args.command!r}; use one of {', '.join(COMMANDS)}"
+            )
+        try:
+            return getattr(self, f"_{args.command}")(args.args)
+        except _Help:
+            return None
+        except HyperschedError as exc:
+            raise UsageError(str(exc)) from None
+
+    # ------------------------------------------------------------------ subcommands
+
+    def _start(self, argv: list[str]):
+        from hypersched_nb.experiment.experiment import Experiment
+
+        a = _start_parser().parse_args(argv)
+        target = self._lookup(a.trainable)
+        if not a.name.isidentifier():
+            raise UsageError(f"--name {a.name!r} is not a Python identifier")
+        if isinstance(target, Experiment):
+            exp = target
+        else:
+            space = self._lookup(a.space) if a.space else None
+            exp = Experiment(
+                target, space, metric=a.metric, mode=a.mode, deadline=a.deadline,
+                max_epochs=a.max_epochs, min_epochs=a.min_epochs, eta=a.eta, policy=a.policy,
+                cluster=a.workers if a.workers is not None else a.address, sampler=a.sampler,
+                seed=a.seed, checkpoint_dir=a.checkpoint_dir, configs=a.configs,
+            )  # fmt: skip
+            self.shell.user_ns[a.name] = exp
+        if self.current is not None and not self.current.done and self.current is not exp:
+            raise UsageError("a search started here is still running; %hypersched stop it first")
+        if exp.statistics().status == "created":
+            exp.start()
+        else:  # started from Python: follow it
+            print(f"following {a.trainable}, already {exp.statistics().status}")
+        self.current = exp
+        if a.no_dashboard:
+            print(exp.statistics().progress_line())
+            return
+        from IPython.display import display
+
+        display(exp.dashboard())
+        return
+
+    def _status(self, argv: list[str]):
+        _plain_parser("status", "Print a summary of the search.").parse_args(argv)
+        print(self._experiment().statistics())
+
+    def _deadline(self, argv: list[str]):
+        if len(argv) == 1 and argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
+            argv = ["--", *argv]  # "-5m" is a value, not an option
+        a = _deadline_parser().parse_args(argv)
+        exp = self._experiment()
+        exp.deadline = a.deadline
+        print(f"deadline {exp.statistics().deadline_text()}")
+
+    def _stop(self, argv: list[str]):
+        _plain_parser("stop", "End the search gracefully (the best so far is kept).").parse_args(
+            argv
+        )
+        exp = self._experiment()
+        exp.stop(wait=True)
+        print(exp.statistics())
+
+    # ------------------------------------------------------------------ helpers
+
+    def _experiment(self):
+        if self.current is None:
+            raise UsageError(
+                "no search yet; start one with %hypersched start TRAINABLE (see --help)"
+            )
+        return self.current
+
+    def _lookup(self, name: str):
+        """A notebook variable, else ``module:attr`` / ``module.attr`` imported."""
+        ns = self.shell.user_ns
+        if name in ns:
+            return ns[name]
+        module, sep, attr = name.partition(":") if ":" in name else name.rpartition(".")
+        if not sep or not module:
+            raise UsageError(f"{name!r} is not defined in the notebook (nor 'module:Class')")
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise UsageError(f"cannot import {name!r}: {exc}") from None

@@ -1,0 +1,75 @@
+"""Worker slots, kept by worker *name*: a restarted worker gets a new address, so a slot is
+the pair (name, address) and a new address means the old slot died and a new one joined."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+__all__ = ["Slot", "Slots"]
+
+
+class Slot:
+    __slots__ = ("addr", "freed", "gpu", "name", "raw_name", "save", "tenant")
+
+    def __init__(self, name: str, raw_name, addr: str, gpu: bool):
+        self.name, self.raw_name, self.addr, self.gpu = name, raw_name, addr, gpu
+        self.tenant: int | None = None  # the trial holding it
+        self.freed = 0  # when it was last given back (a counter): least recently freed first
+        self.save = (
+            None  # the previous tenant's checkpoint task, which must run before the next start
+        )
+
+    def __repr__(self) -> str:
+        return f"Slot({self.name!r}, {self.addr}, tenant={self.tenant})"
+
+
+class Slots:
+    """The cluster's workers as slots: which trial holds which, which are free."""
+
+    def __init__(self):
+        self.by_name: dict[str, Slot] = {}
+        self._tick = 0
+
+    def __len__(self) -> int:
+        return len(self.by_name)
+
+    def sync(self, workers: Mapping[str, Mapping]) -> tuple[list[Slot], list[Slot]]:
+        """Match the scheduler's ``{address: info}``; returns (slots gone, slots added)."""
+        seen = {}
+        for addr, info in workers.items():
+            raw = info.get("name", addr)
+            seen[str(raw)] = (raw, addr, bool(info.get("resources", {}).get("GPU")))
+        gone = [
+            s for name, s in self.by_name.items() if name not in seen or seen[name][1] != s.addr
+        ]
+        for s in gone:
+            del self.by_name[s.name]
+        added = []
+        for name, (raw, addr, gpu) in seen.items():
+            if name not in self.by_name:
+                self.by_name[name] = slot = Slot(name, raw, addr, gpu)
+                added.append(slot)
+        return gone, added
+
+    def free(self) -> list[Slot]:
+        """Free slots, least recently given back first (so a resumed trial moves on)."""
+        return sorted((s for s in self.by_name.values() if s.tenant is None), key=lambda s: s.freed)
+
+    def take(self, tid: int, count: int, keep: Iterable[Slot] = ()) -> list[Slot] | None:
+        """``count`` slots for trial ``tid``: those in ``keep`` first (in order), then free
+        ones; None (and nothing taken) when there are too few."""
+        mine = [s for s in keep if self.by_name.get(s.name) is s][:count]
+        extra = self.free()[: count - len(mine)]
+        if len(mine) + len(extra) < count:
+            return None
+        for s in extra:
+            s.tenant = tid
+        return mine + extra
+
+    def give_back(self, slots: Iterable[Slot]) -> None:
+        for s in slots:
+            self._tick += 1
+            s.tenant, s.freed = None, self._tick
+
+    def alive(self, slot: Slot) -> bool:
+        return self.by_name.get(slot.name) is slot

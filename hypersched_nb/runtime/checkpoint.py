@@ -1,0 +1,96 @@
+"""Checkpoints: a torch state dict in one file under any fsspec URL, with its SHA-256.
+
+A checkpoint is written to ``<dir>/trial-<id>/epoch-<n>.pt`` through a temporary name and a
+move (atomic on a local disk), next to a ``.json`` sidecar holding its checksum and epoch.
+Loading reads the bytes once, checks them against the checksum the caller was told (or the
+sidecar's) and unpickles with ``weights_only=True``, so a checkpoint can hold tensors,
+numbers, strings and containers of them, never arbitrary objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+from hypersched_nb.errors import HyperschedError
+
+__all__ = [
+    "CheckpointError",
+    "checkpoint_url",
+    "load_checkpoint",
+    "prune_checkpoints",
+    "save_checkpoint",
+]
+
+
+class CheckpointError(HyperschedError, OSError):
+    """A checkpoint is missing, truncated or does not match its checksum."""
+
+
+def checkpoint_url(directory: str, trial_id: int, epoch: int) -> str:
+    """Where trial ``trial_id``'s checkpoint after ``epoch`` epochs lives under ``directory``."""
+    return f"{directory.rstrip('/')}/trial-{trial_id:05d}/epoch-{epoch:06d}.pt"
+
+
+def save_checkpoint(state: dict, url: str, *, epoch: int) -> dict:
+    """Write ``state`` (a torch state dict) to ``url``; returns ``{"url", "sha256", "bytes",
+    "epoch"}``, the information :func:`load_checkpoint` checks against."""
+    import fsspec
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    data = buf.getbuffer()
+    info = {
+        "url": url,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "epoch": epoch,
+    }
+    fs, path = fsspec.core.url_to_fs(url)
+    fs.makedirs(path.rpartition("/")[0], exist_ok=True)
+    tmp = f"{path}.tmp"
+    with fs.open(tmp, "wb") as f:
+        f.write(data)
+    fs.mv(tmp, path)
+    with fs.open(f"{path}.json", "w") as f:
+        json.dump(info, f)
+    return info
+
+
+def load_checkpoint(url: str, sha256: str | None = None, *, map_location="cpu") -> dict:
+    """Read the state dict at ``url``, checking it against ``sha256`` (default: its sidecar)."""
+    import fsspec
+    import torch
+
+    fs, path = fsspec.core.url_to_fs(url)
+    try:
+        with fs.open(path, "rb") as f:
+            data = f.read()
+        if sha256 is None:
+            with fs.open(f"{path}.json", "r") as f:
+                sha256 = json.load(f)["sha256"]
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"checkpoint {url} is missing ({exc.filename or exc})") from None
+    got = hashlib.sha256(data).hexdigest()
+    if got != sha256:
+        raise CheckpointError(
+            f"checkpoint {url} has SHA-256 {got[:12]}…, but {sha256[:12]}… was written"
+        )
+    return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
+
+
+def prune_checkpoints(directory: str, trial_id: int, keep: set[str]) -> None:
+    """Delete trial ``trial_id``'s checkpoints (and sidecars) whose URL is not in ``keep``."""
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(f"{directory.rstrip('/')}/trial-{trial_id:05d}")
+    kept = {fsspec.core.url_to_fs(u)[1] for u in keep}
+    for path in fs.glob(f"{root}/epoch-*.pt"):
+        if path not in kept:
+            for p in (path, f"{path}.json"):
+                try:
+                    fs.rm(p)
+                except FileNotFoundError:
+                    pass

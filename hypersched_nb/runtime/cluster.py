@@ -1,0 +1,94 @@
+"""Where a live search runs: an embedded local cluster, or an existing Dask scheduler.
+
+With CUDA GPUs, one worker process per device (``dask_cuda.LocalCUDACluster`` rotates
+``CUDA_VISIBLE_DEVICES`` so that device 0 is each worker's own GPU, and every worker
+advertises the resource ``GPU: 1``); without, single-threaded worker processes on the
+loopback interface. A worker is one slot: it holds one trial's replica at a time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+
+from hypersched_nb.errors import ConfigError, warn
+
+__all__ = ["default_workers", "start_cluster"]
+
+
+def default_workers() -> int:
+    """CPU slots of the default local cluster: min(cores, 4)."""
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+def start_cluster(
+    workers: int | None = None,
+    *,
+    address: str | None = None,
+    client=None,
+    threads_per_worker: int = 1,
+) -> tuple[object, Callable[[], None]]:
+    """``(client, close)``: attach to ``client`` or the scheduler at ``address`` (``close``
+    then leaves the cluster running), or start a local cluster of ``workers`` slots."""
+    if client is not None and address is not None:
+        raise ConfigError("`client` and `address` are both given, but only one may be")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"`workers` is {workers}, but must be >= 1")
+    if threads_per_worker < 1:
+        raise ConfigError(f"`threads_per_worker` is {threads_per_worker}, but must be >= 1")
+    if client is not None:
+        return client, lambda: None
+    from distributed import Client
+
+    if address is not None:
+        attached = Client(address)
+        return attached, attached.close
+    cluster = _local_cluster(workers, threads_per_worker)
+    try:
+        local = Client(cluster)
+    except BaseException:
+        cluster.close()
+        raise
+
+    def close() -> None:
+        try:
+            local.close()
+        finally:
+            cluster.close()
+
+    return local, close
+
+
+def _local_cluster(workers: int | None, threads: int):
+    from distributed import LocalCluster
+
+    common = {
+        "threads_per_worker": threads,
+        "dashboard_address": ":0",  # a free port: never clash with another cluster
+    }
+    gpus = _cuda_devices()
+    if gpus:
+        if importlib.util.find_spec("dask_cuda") is not None:
+            from dask_cuda import LocalCUDACluster
+
+            n = gpus if workers is None else min(workers, gpus)
+            return LocalCUDACluster(n_workers=n, resources={"GPU": 1}, host="127.0.0.1", **common)
+        warn(
+            f"{gpus} CUDA GPU(s) found, but dask-cuda is not installed "
+            "(pip install 'hypersched_nb[cuda]'): training on CPU worker processes"
+        )
+        common["env"] = {"CUDA_VISIBLE_DEVICES": ""}
+    return LocalCluster(
+        n_workers=workers or default_workers(), processes=True, host="127.0.0.1", **common
+    )
+
+
+def _cuda_devices() -> int:
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
+        return 0
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0

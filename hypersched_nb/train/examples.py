@@ -1,0 +1,314 @@
+"""Example trainables: a small CNN on digits, a 1-D CNN on MNIST-1D, ResNet-18 on CIFAR-10.
+
+All three share :class:`ImageClassifier`, which follows the trainable contract with plain
+SGD (learning rate, momentum, weight decay), a constant learning rate and cross-entropy:
+
+* the model goes through ``ctx.wrap_model`` and the training set through
+  ``ctx.shard_loader``, so the same code runs on one worker or data-parallel on k; the
+  batch size is per replica and the learning rate is ``config["lr"] * ctx.lr_scale()``;
+* results are a function of (config, ``ctx.seed``, world size): the weights are initialised
+  under ``torch.manual_seed`` of the seed, epoch ``e`` reads the data in the order of
+  ``shard_loader(epoch_seed=e)`` and draws dropout / augmentation from a generator reseeded
+  from (seed, e, rank) inside ``torch.random.fork_rng`` (the process's own RNG is left
+  alone), so no RNG state needs saving: pausing after any epoch and resuming on another
+  worker gives bitwise the weights of training straight through (on CPU; cuDNN may differ
+  in the last bits);
+* ``step()`` returns ``{"val_acc", "train_loss"}``; when the training loss or the
+  validation logits are not finite both are NaN, so that the driver stops a diverged trial;
+* ``state_dict()`` holds the model, the optimizer (momentum buffers) and the epoch counter,
+  plain tensors and numbers that ``torch.load(weights_only=True)`` accepts.
+
+Each class has ``space()``: Optuna distributions wide enough that some configurations
+diverge (large lr with momentum) and some never learn (tiny lr, heavy weight decay).
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from typing import ClassVar
+
+import torch
+import torch.nn.functional as F
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from torch import nn
+
+from hypersched_nb.errors import ConfigError
+from hypersched_nb.train import data
+from hypersched_nb.train.trainable import Trainable, TrainContext
+
+__all__ = ["MNIST1DCNN", "CIFARResNet18", "DigitsCNN", "ImageClassifier"]
+
+_EVAL_BATCH = 1024
+
+
+class ImageClassifier(Trainable):
+    """Shared SGD training loop; subclasses give ``defaults``, ``build_model`` and ``load_data``."""
+
+    #: configuration keys and their defaults (keys not listed are rejected)
+    defaults: ClassVar[dict] = {"lr": 0.05, "momentum": 0.9, "weight_decay": 1e-4, "batch_size": 64}
+
+    @classmethod
+    def space(cls) -> dict:
+        """The search space as Optuna distributions, ``{name: distribution}``."""
+        raise NotImplementedError  # abstractmethod: every example defines it
+
+    def build_model(self, config: dict, classes: int) -> nn.Module:
+        raise NotImplementedError  # abstractmethod
+
+    def load_data(self, config: dict) -> data.Split:
+        raise NotImplementedError  # abstractmethod
+
+    def augment(self, x: torch.Tensor) -> torch.Tensor:
+        """Training-time augmentation of one batch (none by default)."""
+        return x
+
+    # -- the contract -------------------------------------------------------------------
+
+    def setup(self, config: dict, ctx: TrainContext) -> None:
+        self.config = self._check(config)
+        self.ctx = ctx
+        self.device = torch.device(ctx.device)
+        self.epoch = 0
+        split = self.load_data(self.config)
+        self.train_set = split.train_set()
+        self.x_val, self.y_val = _shard(split.x_val, ctx), _shard(split.y_val, ctx)
+        with self._rng(0):
+            self.net = self.build_model(self.config, split.classes).to(self.device)
+        self.model = ctx.wrap_model(self.net)
+        self.lr = float(self.config["lr"]) * ctx.lr_scale()
+        self.optimizer = torch.optim.SGD(
+            self.net.parameters(),
+            lr=self.lr,
+            momentum=float(self.config["momentum"]),
+            weight_decay=float(self.config["weight_decay"]),
+        )
+
+    def step(self) -> dict:
+        self.epoch += 1
+        with self._rng(self.epoch):
+            loss_sum, seen = self._train_epoch()
+        correct, count, bad = self._evaluate()
+        totals = torch.stack([loss_sum, seen, correct, count, bad]).to(self.device, torch.float64)
+        if self.ctx.distributed:
+            import torch.distributed as dist
+
+            dist.all_reduce(totals)
+        loss_sum, seen, correct, count, bad = totals.tolist()
+        train_loss = loss_sum / max(seen, 1.0)
+        if not math.isfinite(train_loss) or bad > 0:
+            return {"val_acc": math.nan, "train_loss": math.nan}
+        return {"val_acc": correct / max(count, 1.0), "train_loss": train_loss}
+
+    def state_dict(self) -> dict:
+        return {
+            "model": self.net.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "epoch": self.epoch,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.net.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        for group in self.optimizer.param_groups:  # the saved lr was for the old world size
+            group["lr"] = self.lr
+        self.epoch = int(state["epoch"])
+
+    def teardown(self) -> None:
+        self.model = self.net = self.optimizer = self.train_set = None
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _train_epoch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        loader = self.ctx.shard_loader(
+            self.train_set, int(self.config["batch_size"]), epoch_seed=self.epoch
+        )
+        self.model.train()
+        loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+        seen = 0
+        for xb, yb in loader:
+            xb, yb = self.augment(xb.to(self.device)), yb.to(self.device)
+            loss = F.cross_entropy(self.model(xb), yb)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            loss_sum += loss.detach().double() * len(yb)
+            seen += len(yb)
+        return loss_sum, torch.tensor(float(seen), dtype=torch.float64, device=self.device)
+
+    @torch.no_grad()
+    def _evaluate(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Correct predictions, count and non-finite outputs on this replica's validation shard."""
+        self.net.eval()
+        correct = torch.zeros((), dtype=torch.float64, device=self.device)
+        bad = torch.zeros((), dtype=torch.float64, device=self.device)
+        for i in range(0, len(self.y_val), _EVAL_BATCH):
+            xb = self.x_val[i : i + _EVAL_BATCH].to(self.device)
+            yb = self.y_val[i : i + _EVAL_BATCH].to(self.device)
+            out = self.net(xb)
+            bad += (~torch.isfinite(out)).any(1).sum()
+            correct += (out.argmax(1) == yb).sum()
+        count = torch.tensor(float(len(self.y_val)), dtype=torch.float64, device=self.device)
+        return correct, count, bad
+
+    @contextmanager
+    def _rng(self, epoch: int):
+        """A forked torch RNG seeded from (trial seed, epoch, rank): deterministic, no state to
+        keep. Epoch 0 (initialisation) ignores the rank so that every replica starts alike."""
+        rank = self.ctx.rank if epoch else 0
+        devices = [self.device.index or 0] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(((int(self.ctx.seed) * 1_000_003 + epoch) * 1_009 + rank) % 2**63)
+            yield
+
+    def _check(self, config: dict) -> dict:
+        unknown = sorted(set(config) - set(self.defaults))
+        if unknown:
+            known = ", ".join(self.defaults)
+            name = type(self).__name__
+            raise ConfigError(f"{name}: unknown config key(s) {', '.join(unknown)}; known: {known}")
+        cfg = {**self.defaults, **config}
+        rules = {
+            "lr": (cfg["lr"] > 0, "> 0"),
+            "momentum": (0 <= cfg["momentum"] < 1, "in [0, 1)"),
+            "weight_decay": (cfg["weight_decay"] >= 0, ">= 0"),
+            "batch_size": (int(cfg["batch_size"]) >= 1, ">= 1"),
+            "channels": (int(cfg.get("channels", 1)) >= 1, ">= 1"),
+            "dropout": (0 <= cfg.get("dropout", 0) < 1, "in [0, 1)"),
+        }
+        for name, (ok, rule) in rules.items():
+            if not ok:
+                raise ConfigError(f"`{name}` is {cfg[name]}, but must be {rule}")
+        return cfg
+
+
+class DigitsCNN(ImageClassifier):
+    """Two 3×3 conv layers (``channels``, 2·``channels``) with max-pooling, dropout and a linear
+    head, on scikit-learn's 8×8 digits (1,437 train / 360 validation images, split by
+    ``split_seed``). An epoch (training and validation) takes 0.06-0.2 s of one CPU thread
+    (10th-90th percentile over the ``digits-cnn`` trace's configurations)."""
+
+    defaults: ClassVar[dict] = {
+        "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-4, "batch_size": 32,
+        "channels": 16, "dropout": 0.1, "split_seed": 0,
+    }  # fmt: skip
+
+    @classmethod
+    def space(cls) -> dict:
+        return {
+            "lr": FloatDistribution(1e-4, 10.0, log=True),
+            "momentum": FloatDistribution(0.0, 0.99),
+            "weight_decay": FloatDistribution(1e-6, 1e-1, log=True),
+            "batch_size": IntDistribution(32, 512, log=True),
+            "channels": IntDistribution(4, 32, log=True),
+            "dropout": FloatDistribution(0.0, 0.6),
+        }
+
+    def load_data(self, config: dict) -> data.Split:
+        return data.digits(seed=int(config["split_seed"]))
+
+    def build_model(self, config: dict, classes: int) -> nn.Module:
+        c = int(config["channels"])
+        return nn.Sequential(
+            nn.Conv2d(1, c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),  # c×4×4
+            nn.Conv2d(c, 2 * c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),  # 2c×2×2
+            nn.Flatten(), nn.Dropout(float(config["dropout"])), nn.Linear(8 * c, classes),
+        )  # fmt: skip
+
+
+class MNIST1DCNN(ImageClassifier):
+    """The 1-D CNN of the MNIST-1D paper (three strided convolutions, kernel 5/3/3, and a
+    linear head) with dropout, on MNIST-1D (4,000 train / 1,000 test series of length 40). An
+    epoch takes 0.13-0.5 s of one CPU thread (10th-90th percentile, ``mnist1d-cnn`` trace)."""
+
+    defaults: ClassVar[dict] = {
+        "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-4, "batch_size": 64,
+        "channels": 32, "dropout": 0.0,
+    }  # fmt: skip
+
+    @classmethod
+    def space(cls) -> dict:
+        return {
+            "lr": FloatDistribution(1e-4, 10.0, log=True),
+            "momentum": FloatDistribution(0.0, 0.99),
+            "weight_decay": FloatDistribution(1e-6, 1e-1, log=True),
+            "batch_size": IntDistribution(32, 512, log=True),
+            "channels": IntDistribution(8, 48, log=True),
+            "dropout": FloatDistribution(0.0, 0.5),
+        }
+
+    def load_data(self, config: dict) -> data.Split:
+        return data.mnist1d()
+
+    def build_model(self, config: dict, classes: int) -> nn.Module:
+        c = int(config["channels"])
+        return nn.Sequential(
+            nn.Conv1d(1, c, 5, stride=2, padding=1), nn.ReLU(),  # c×19
+            nn.Conv1d(c, c, 3, stride=2, padding=1), nn.ReLU(),  # c×10
+            nn.Conv1d(c, c, 3, stride=2, padding=1), nn.ReLU(),  # c×5
+            nn.Flatten(), nn.Dropout(float(config["dropout"])), nn.Linear(5 * c, classes),
+        )  # fmt: skip
+
+
+class CIFARResNet18(ImageClassifier):
+    """torchvision's ResNet-18 adapted to 32×32 inputs (3×3 stride-1 stem, no max-pool), with
+    random crops (padding 4) and flips.
+
+    ``dataset="cifar10"`` reads CIFAR-10 from ``data_root`` (default: the user cache) and
+    downloads it only with ``download=True``; ``dataset="standin"`` trains on
+    :func:`data.cifar_standin` (``standin_train`` / ``standin_val`` images) with no file at all.
+    """
+
+    defaults: ClassVar[dict] = {
+        "lr": 0.1, "momentum": 0.9, "weight_decay": 5e-4, "batch_size": 128,
+        "dataset": "cifar10", "data_root": None, "download": False,
+        "standin_train": 512, "standin_val": 256, "augment": True,
+    }  # fmt: skip
+
+    @classmethod
+    def space(cls) -> dict:
+        return {
+            "lr": FloatDistribution(1e-3, 10.0, log=True),
+            "momentum": FloatDistribution(0.5, 0.99),
+            "weight_decay": FloatDistribution(1e-6, 1e-2, log=True),
+            "batch_size": CategoricalDistribution([64, 128, 256]),
+        }
+
+    def load_data(self, config: dict) -> data.Split:
+        if config["dataset"] == "standin":
+            return data.cifar_standin(
+                train=int(config["standin_train"]), val=int(config["standin_val"])
+            )
+        if config["dataset"] == "cifar10":
+            return data.cifar10(root=config["data_root"], download=bool(config["download"]))
+        raise ConfigError(f"`dataset` is {config['dataset']!r}, but must be 'cifar10' or 'standin'")
+
+    def build_model(self, config: dict, classes: int) -> nn.Module:
+        from torchvision.models import resnet18
+
+        net = resnet18(num_classes=classes)
+        net.conv1 = nn.Conv2d(3, 64, 3, stride=1, padding=1, bias=False)
+        net.maxpool = nn.Identity()
+        return net
+
+    def augment(self, x: torch.Tensor) -> torch.Tensor:
+        return _flip_crop(x) if self.config["augment"] else x
+
+
+def _flip_crop(x: torch.Tensor, pad: int = 4) -> torch.Tensor:
+    """Per-image random horizontal flip and random crop from a zero-padded copy, vectorised."""
+    b, c, h, w = x.shape
+    dev = x.device
+    flip = torch.rand(b, device=dev) < 0.5
+    x = torch.where(flip[:, None, None, None], x.flip(3), x)
+    padded = F.pad(x, (pad, pad, pad, pad))
+    rows = torch.randint(0, 2 * pad + 1, (b, 1), device=dev) + torch.arange(h, device=dev)
+    cols = torch.randint(0, 2 * pad + 1, (b, 1), device=dev) + torch.arange(w, device=dev)
+    bi = torch.arange(b, device=dev)[:, None, None, None]
+    ci = torch.arange(c, device=dev)[None, :, None, None]
+    return padded[bi, ci, rows[:, None, :, None], cols[:, None, None, :]]
+
+
+def _shard(t: torch.Tensor, ctx: TrainContext) -> torch.Tensor:
+    """This replica's share of the validation set (all of it on one worker)."""
+    return t[ctx.rank :: ctx.world_size] if ctx.world_size > 1 else t

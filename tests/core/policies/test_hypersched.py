@@ -1,0 +1,363 @@
+"""HyperSched, the project's default: its five documented rules (module docstring of
+hypersched_nb/core/policies/_hypersched.py), each where it differs from the paper's."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from hypersched_nb.core.context import PolicyContext
+from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.events import Result
+from hypersched_nb.core.policies import create
+from hypersched_nb.core.policies._hypersched import HyperSched
+from hypersched_nb.core.policies._hypersched_paper import HyperSchedPaper
+from hypersched_nb.core.policies._hypersched_rules import keep_agreement, trusted
+from hypersched_nb.core.scaling import LINEAR, ScalingCurve
+from hypersched_nb.core.trial import Trial, TrialState
+from hypersched_nb.errors import ConfigError
+from hypersched_nb.experiment.simulate import SimSettings, simulate
+from hypersched_nb.sim.trace import Trace
+
+CONTINUE, PAUSE, STOP = Decision.CONTINUE, Decision.PAUSE, Decision.STOP
+OPEN = PolicyContext.for_test(workers=8)  # no deadline: admission stays open
+
+
+def trial(tid, state=TrialState.RUNNING, *, workers=1, best=-math.inf, since=0, epochs=0):
+    t = Trial(tid, {})
+    t.state, t.workers, t.best_score, t.results_since_start, t.epochs = (
+        state, workers, best, since, epochs,
+    )  # fmt: skip
+    return t
+
+
+def report(policy, t, epoch, metric, ctx=OPEN, seconds=1.0, workers=1):
+    t.epochs = epoch
+    t.best_score = max(t.best_score, metric)
+    return policy.on_trial_result(t, Result(t.trial_id, epoch, metric, 0.0, seconds, workers), ctx)
+
+
+def policy(**kw):
+    return HyperSched(**{"max_epochs": 52, "min_epochs": 1, "eta": 4, **kw})
+
+
+# ------------------------------------------------------------------ rule 1: judge once, pause
+
+
+def test_a_trusted_rung_judges_a_trial_once_and_never_again():
+    hs, paper = policy(), HyperSchedPaper(max_epochs=52, min_epochs=1, eta=4)
+    for p in (hs, paper):
+        for tid, value in enumerate([0.3, 0.4, 0.5], start=10):
+            report(p, trial(tid), 4, value)  # three peers: a full judgement, not a provisional one
+        first = trial(0)
+        assert report(p, first, 4, 0.6) is CONTINUE
+        for tid in range(1, 6):
+            report(p, trial(tid), 4, 0.9)  # better peers arrive afterwards
+        p.last = report(p, first, 5, 0.55)
+    assert hs.last is CONTINUE  # its rung-4 value is not judged again
+    assert paper.last is PAUSE  # the paper re-checks and pauses it late
+
+
+def test_a_pass_with_few_peers_is_checked_once_more():
+    hs = policy()
+    early = trial(0)
+    assert report(hs, early, 4, 0.6) is CONTINUE  # alone at rung 4: a provisional pass
+    for tid, value in enumerate([0.7, 0.8, 0.9, 0.95], start=1):
+        report(hs, trial(tid), 4, value)  # now five values: 0.6 is below their 75th percentile
+    assert report(hs, early, 5, 0.65) is PAUSE  # confirmed once: it fails
+    assert "rung 4" in hs.why
+    assert report(hs, early, 6, 0.66) is CONTINUE  # resumed later, never checked again
+
+
+def test_below_the_cutoff_of_the_peers_recorded_before_it_pauses():
+    hs = policy()
+    report(hs, trial(0), 4, 0.6)
+    assert report(hs, trial(1), 4, 0.5) is PAUSE  # one peer suffices, as in ASHA
+    assert report(hs, trial(2), 4, 0.7) is CONTINUE
+    assert "rung 4" in hs.why and "below cutoff" in hs.why
+    stopper = policy(pause=False)
+    report(stopper, trial(0), 4, 0.6)
+    assert report(stopper, trial(1), 4, 0.5) is STOP
+
+
+def test_paused_trials_are_promoted_only_when_asked():
+    for promote in (False, True):
+        hs = policy(promote=promote)
+        report(hs, trial(0), 4, 0.9)
+        late = trial(1)
+        assert report(hs, late, 4, 0.5) is PAUSE
+        late.state = TrialState.PAUSED
+        pending = trial(7, TrialState.PENDING)
+        ctx = PolicyContext.for_test(workers=8, trials={1: late, 7: pending})
+        assert hs.choose_trial_to_run(ctx) is pending  # 0.5 is below the top quarter
+        for tid, value in enumerate([0.1, 0.2, 0.3], start=2):
+            report(hs, trial(tid), 4, value)  # 0.5 is now the 75th percentile of five values
+        chosen = hs.choose_trial_to_run(ctx)
+        assert chosen is (late if promote else pending)  # new configurations first by default
+        assert hs.choose_trial_to_run(ctx) is chosen  # asking twice changes nothing
+
+
+# ------------------------------------------------------------------ rule 2: probation
+
+
+def test_the_lowest_rung_judges_no_one_while_on_probation():
+    hs = policy()
+    assert hs.trust.trusted == [False, True, True]  # rungs 1, 4, 16
+    values = [0.9, 0.1, 0.05, 0.01]
+    assert all(report(hs, trial(t), 1, v) is CONTINUE for t, v in enumerate(values))
+
+
+def test_the_lowest_rung_is_trusted_once_its_verdicts_hold_at_the_next():
+    hs = policy()
+    for tid in range(8):
+        t = trial(tid)
+        report(hs, t, 1, tid / 100)
+        report(hs, t, 4, 0.5 + tid / 100)  # the same order at rung 4
+    assert hs.trust.trusted[0] is True  # 8 pairs, the two kept beat the six others: AUC 1
+    assert hs.trust.agreement[0] == (1.0, 8)
+    assert report(hs, trial(99), 1, 0.0) is PAUSE  # rung 1 now judges
+    assert "judging from rung 1" in hs.describe(OPEN)
+
+
+def test_an_inverted_lowest_rung_stays_on_probation():
+    hs = policy()
+    for tid in range(32):
+        t = trial(tid)
+        report(hs, t, 1, tid / 100)
+        report(hs, t, 4, 1 - tid / 100)  # epoch-1 order is the reverse of epoch 4's
+    assert hs.trust.trusted[0] is False
+    assert hs.trust.agreement[0] == (0.0, 32)  # tested at 8, 16 and 32 pairs
+    assert report(hs, trial(99), 1, 0.0) is CONTINUE
+    assert "rung 1 untrusted (keeps win 0% of 32 pairs)" in hs.describe(OPEN)
+
+
+@pytest.mark.parametrize(
+    "auc, kept, paused, expected",
+    [
+        (1.0, 2, 6, True),  # 1 − 1.645 x 0.25 = 0.59 > 0.5
+        (0.75, 2, 6, False),  # 0.34: eight pairs cannot tell this from chance
+        (0.75, 8, 24, True),  # 0.75 − 0.20 = 0.55
+        (0.55, 64, 192, False),  # 0.55 − 0.07 = 0.48
+        (1.0, 0, 8, False),  # nobody kept: no verdict to test
+    ],
+)
+def test_trust_needs_the_auc_above_chance_by_z_standard_errors(auc, kept, paused, expected):
+    assert trusted(auc, kept, paused, 1.645, 0.5) is expected
+
+
+def test_keep_agreement_is_the_chance_a_kept_trial_beats_a_paused_one_later():
+    assert keep_agreement([1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8], 4) == (1.0, 2, 6)
+    assert keep_agreement([1, 2, 3, 4, 5, 6, 7, 8], [8, 7, 6, 5, 4, 3, 2, 1], 4)[0] == 0.0
+    auc, _, _ = keep_agreement([1, 2, 3, 4], [5, 5, 5, 5], 2)
+    assert auc == 0.5  # ties count half
+
+
+# ------------------------------------------------------------------ rule 3: breadth or depth
+
+
+def rung4_with_followers(gain):
+    """Eight trials at rung 4 (values 0.1 … 0.8), the two best then trained to epoch 8,
+    improving by ``gain`` each."""
+    hs = policy()
+    ts = [trial(t) for t in range(8)]
+    for t in ts:
+        report(hs, t, 4, 0.1 * (t.trial_id + 1))
+    for t in ts[-2:]:
+        for epoch in range(5, 9):  # the regime is re-estimated at every 8th result
+            report(hs, t, epoch, 0.1 * (t.trial_id + 1) + gain * (epoch - 4) / 4)
+    return hs
+
+
+def test_regime_is_breadth_before_any_trial_trained_past_the_first_judged_rung():
+    hs = policy()
+    assert hs.depth() is None and hs.regime() == "breadth"
+    assert "no depth data yet" in hs.describe(OPEN)
+
+
+def test_regime_compares_the_leaders_gain_with_the_rungs_spread():
+    # spread at rung 4: 75th percentile − median of 0.1 … 0.8 = 0.625 − 0.45 = 0.175;
+    # a gain g over 4 epochs projects to g / 4 x (η − 1) x 4 = 3g by the next rung
+    flat, steep = rung4_with_followers(0.02), rung4_with_followers(0.1)
+    assert not flat.trust.trusted[0]  # a first report at epoch 4 is no evidence about rung 1
+    assert flat.depth() == pytest.approx(0.06 / 0.175)
+    assert flat.regime() == "breadth"  # curves level off: choose among more
+    assert steep.depth() == pytest.approx(0.3 / 0.175)
+    assert steep.regime() == "depth"  # leaders still climb: train them on
+    assert "depth regime" in steep.describe(OPEN)
+
+
+# ------------------------------------------------------------------ rule 4: admission by reach
+
+
+def timed_policy(**kw):
+    """First epochs took 100 s and later ones 10 s on one worker; no start-up observed."""
+    hs = policy(**kw)
+    t = trial(0)
+    report(hs, t, 1, 0.5, seconds=100.0)
+    for epoch in (2, 3):
+        report(hs, t, epoch, 0.5, seconds=10.0)
+    return hs
+
+
+def at(time_left, scaling=LINEAR, **kw):
+    return PolicyContext.for_test(now=0.0, deadline=time_left, workers=8, scaling=scaling, **kw)
+
+
+def test_a_trial_starts_only_while_it_can_reach_twice_the_first_judged_rung():
+    hs = timed_policy()
+    assert hs.admission(at(170.0)) == (True, 8.0, 8.0)  # 100 + 7 x 10: epoch 8 = 2 x rung 4
+    assert hs.admission(at(169.0))[0] is False
+    with_startup = at(180.0, startups=[10.0])  # start-ups count too
+    assert hs.admission(with_startup)[0] is True
+    assert hs.admission(at(179.0, startups=[10.0]))[0] is False
+
+
+def test_admission_stays_open_where_a_second_worker_would_not_pay():
+    hs = timed_policy()
+    flat = ScalingCurve({2: 1.05})  # reallocating could not use the workers
+    assert hs.admission(at(100.0, scaling=flat))[0] is True  # better a short trial than idle
+    assert hs.admission(at(100.0))[0] is False
+
+
+def test_in_the_depth_regime_a_trial_must_reach_the_next_rung():
+    hs = timed_policy()
+    hs.regime = lambda: "depth"  # rule 3 decided elsewhere; here only its use
+    assert hs.admission(at(250.0))[0:3:2] == (True, 16)  # 100 + 15 x 10
+    assert hs.admission(at(249.0))[0] is False
+
+
+def test_admission_reopens_when_the_deadline_moves_and_nothing_is_retired():
+    hs = timed_policy()
+    pending = trial(5, TrialState.PENDING)
+    closed = at(100.0, trials={5: pending})
+    assert hs.choose_trial_to_run(closed) is None
+    assert list(hs.retire(closed)) == []  # kept for a later deadline
+    assert hs.choose_trial_to_run(at(1000.0, trials={5: pending})) is pending
+    assert "exploiting" in hs.describe(closed) and "exploring" in hs.describe(at(1000.0))
+
+
+def test_with_no_configuration_left_the_most_promising_paused_trial_resumes():
+    hs = policy()
+    report(hs, trial(0), 4, 0.9)
+    a, b = trial(1), trial(2)
+    report(hs, a, 4, 0.5)
+    report(hs, b, 4, 0.6)
+    a.state = b.state = TrialState.PAUSED
+    ctx = PolicyContext.for_test(workers=8, trials={1: a, 2: b}, offers_left=False)
+    assert hs.choose_trial_to_run(ctx) is b
+
+
+# ------------------------------------------------------------------ rule 5: exploitation
+
+
+def test_workers_are_reallocated_only_once_exploring_is_over():
+    hs = timed_policy()
+    leaders = [trial(i, best=0.9 - i / 10, since=6, epochs=9) for i in range(3)]
+    trials = {t.trial_id: t for t in leaders}
+    assert hs.allocate(at(1000.0, trials=trials, scaling=LINEAR)) is None  # still exploring
+    targets = hs.allocate(at(100.0, trials=trials, scaling=LINEAR))
+    assert targets == {0: 3, 1: 3, 2: 2}  # the paper's UNIFORM split, best first
+    top = policy(split="top_job")
+    top._first, top._later = hs._first, hs._later
+    assert top.allocate(at(100.0, trials=trials, scaling=LINEAR)) == {0: 6, 1: 1, 2: 1}
+
+
+def test_while_exploiting_a_trial_below_its_cutoff_pauses_only_for_a_taker():
+    hs = timed_policy()
+    report(hs, trial(1), 4, 0.9)
+    slow = trial(2)
+    recharging = trial(3, best=0.95, since=2)
+    ctx = at(100.0, trials={2: slow, 3: recharging}, scaling=LINEAR)
+    assert report(hs, slow, 4, 0.2, ctx) is CONTINUE  # nobody could use its worker now
+    ready = trial(3, best=0.95, since=6)
+    slower = trial(4)
+    ctx = at(100.0, trials={4: slower, 3: ready}, scaling=LINEAR)
+    assert report(hs, slower, 4, 0.1, ctx) is PAUSE  # the leader takes the worker
+
+
+def test_in_the_depth_regime_exploitation_focuses_on_the_running_top():
+    hs = timed_policy(min_epochs=30)  # one rung, at epoch 30: no rung judges epochs 10 … 21
+    hs.regime = lambda: "depth"
+    leader = trial(0, best=0.9, since=6, epochs=20)
+    others = [trial(i, best=0.5 + i / 100, epochs=10) for i in range(1, 4)]
+    trials = {t.trial_id: t for t in [leader, *others]}
+    ctx = at(100.0, trials=trials, scaling=LINEAR)
+    assert report(hs, others[0], 11, 0.5, ctx) is PAUSE  # outside the top quarter of four
+    assert "leader" in hs.why
+    assert report(hs, leader, 21, 0.91, ctx) is CONTINUE
+    exploring = at(10_000.0, trials=trials, scaling=LINEAR)
+    assert report(hs, others[1], 11, 0.51, exploring) is CONTINUE  # only while exploiting
+    unfocused = timed_policy(min_epochs=30, focus=False)
+    unfocused.regime = lambda: "depth"
+    assert report(unfocused, others[2], 11, 0.52, ctx) is CONTINUE
+
+
+# ------------------------------------------------------------------ configuration
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"eta": 1}, "`eta` is 1, but must be > 1"),
+        ({"min_peers": 0}, "`min_peers` is 0, but must be >= 1"),
+        ({"probation_pairs": 3}, "`probation_pairs` is 3, but must be >= 4"),
+        ({"breadth_reach": 0.5}, "`breadth_reach` is 0.5, but must be >= 1"),
+        ({"split": "softmax"}, "`split` is 'softmax'"),
+        ({"startup_percentile": -1}, "`startup_percentile` is -1"),
+    ],
+)
+def test_bad_parameters_are_one_line_errors(params, message):
+    with pytest.raises(ConfigError, match=message):
+        policy(**params)
+
+
+def test_is_the_registered_default():
+    assert isinstance(create("hypersched", max_epochs=10), HyperSched)
+
+
+def test_a_single_rung_is_never_on_probation():
+    assert policy(max_epochs=3).trust.trusted == [True]  # only rung 1 fits below R = 3
+
+
+# ------------------------------------------------------------------ end to end
+
+
+def small_trace(n=32, epochs=16, seed=5):
+    """Early plateaus and a few late bloomers, 10 s epochs, 2 s start-ups."""
+    rng = np.random.default_rng(seed)
+    metrics, seconds = {}, {}
+    x = np.arange(1, epochs + 1)
+    for c in range(n):
+        top, rate = rng.uniform(0.4, 0.95), rng.uniform(0.05, 1.5)
+        metrics[c] = top * (1 - np.exp(-rate * x)) + rng.normal(0, 0.01, epochs)
+        seconds[c] = np.full(epochs, rng.uniform(8, 12))
+        seconds[c][0] *= 3  # a slow first epoch
+    return Trace(
+        name="small", ids=tuple(range(n)), metrics=metrics, seconds=seconds,
+        params={c: {"c": c} for c in range(n)}, scaling=ScalingCurve({2: 1.9, 4: 3.5}),
+        startup_seconds=2.0,
+    )  # fmt: skip
+
+
+SETTINGS = SimSettings(workers=4, configs=24, max_epochs=16, min_epochs=1, eta=2)
+
+
+@pytest.mark.parametrize("deadline", [60.0, 200.0, 600.0])
+def test_end_to_end_respects_the_deadline_and_is_deterministic(deadline):
+    trace = small_trace()
+    rows = [simulate(trace, "hypersched", deadline, 2, SETTINGS, journal=True) for _ in range(2)]
+    journal = rows[0]["_outcome"].journal
+    assert max(entry["time"] for entry in journal) <= deadline  # nothing past the deadline
+    assert rows[0]["best"] <= rows[0]["oracle"]  # the oracle bounds it
+    assert journal == rows[1]["_outcome"].journal  # the same seed replays exactly
+    assert rows[0]["best"] == rows[1]["best"]
+    describe = rows[0]["_driver"].policy.describe(rows[0]["_driver"]._ctx())
+    assert describe.startswith("hypersched: ") and "\n" not in describe
+
+
+def test_end_to_end_reallocates_spare_workers_near_the_deadline():
+    rows = simulate(small_trace(), "hypersched", 200.0, 2, SETTINGS, journal=True)
+    actions = [entry["action"] for entry in rows["_outcome"].journal]
+    assert "Resize" in actions  # a leader grew once exploring was over

@@ -1,0 +1,330 @@
+"""Experiment: the user's object, run here on the simulator (fast and deterministic)."""
+
+import math
+import threading
+
+import pytest
+from optuna.distributions import CategoricalDistribution
+from optuna.trial import TrialState as OptunaState
+
+from hypersched_nb import Experiment
+from hypersched_nb.errors import ConfigError, HyperschedError
+from hypersched_nb.experiment.simulate import SimSettings, simulate
+from hypersched_nb.sim.clock import VirtualClock
+from hypersched_nb.sim.runtime import SimRuntime
+
+
+class Held:
+    """Wraps a runtime; every ``advance`` waits until the test lets it go (``step``/``release``)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self._permits = threading.Semaphore(0)
+        self._cv = threading.Condition()
+        self.calls = 0
+
+    def workers(self):
+        return self.inner.workers()
+
+    def execute(self, ins):
+        self.inner.execute(ins)
+
+    def advance(self, until):
+        with self._cv:
+            self.calls += 1
+            self._cv.notify_all()
+        self._permits.acquire()
+        return self.inner.advance(until)
+
+    def step(self, n: int = 1) -> None:
+        """Let ``n`` advances through and return once the driver waits in the next one."""
+        with self._cv:
+            target = self.calls + n
+        self._permits.release(n)
+        with self._cv:
+            if not self._cv.wait_for(lambda: self.calls >= target, timeout=30):
+                raise TimeoutError("the driver never came back to advance()")
+
+    def release(self) -> None:
+        self._permits.release(1_000_000)
+
+
+def replay(trace, **kw):
+    kw.setdefault("policy", "asha")
+    kw.setdefault("deadline", 150)
+    kw.setdefault("workers", 3)
+    kw.setdefault("configs", 10)
+    return Experiment.replay(trace, **kw)
+
+
+def held(trace, deadline=150.0, workers=3, **kw):
+    """An experiment whose every runtime wait the test lets through."""
+    clock = VirtualClock()
+    runtime = Held(SimRuntime(trace, clock, workers))
+    configs = [trace.config(i) for i in trace.ids]
+    exp = Experiment(None, configs, metric="acc", deadline=deadline, max_epochs=trace.longest,
+                     policy="asha", runtime=runtime, clock=clock, **kw)  # fmt: skip
+    return exp, runtime
+
+
+def test_a_replay_finds_what_the_benchmark_finds(trace):
+    exp = replay(trace, seed=4)
+    exp.run()
+    row = simulate(trace, "asha", 150, 4, SimSettings(workers=3, configs=10))
+    # the same offers, policy and driver: the same best and the same number of trials
+    assert exp.best.metric == row["best"]
+    assert len(exp.results()) >= row["trials_started"]
+    assert (exp.results()["started_at"].notna()).sum() == row["trials_started"]
+
+
+def test_the_same_seed_gives_the_same_search(trace):
+    a, b = replay(trace, seed=1), replay(trace, seed=1)
+    a.run(), b.run()
+    assert a.results().equals(b.results())
+    assert a.events == b.events
+
+
+def test_results_have_one_row_per_trial_and_agree_with_best(trace):
+    exp = replay(trace)
+    best = exp.run()
+    df = exp.results()
+    assert list(df.columns[:9]) == [
+        "state",
+        "epochs",
+        "best",
+        "last",
+        "workers",
+        "peak_workers",
+        "started_at",
+        "stopped_at",
+        "reason",
+    ]
+    assert {"config_lr", "config_width"} <= set(df.columns)
+    assert df.loc[best.trial_id, "best"] == best.metric  # the best row is the best result
+    assert df["best"].max() == best.metric
+    assert (
+        trace.metrics[best.config["trace_trial"]][best.epoch - 1] == best.metric
+    )  # and it was reported
+    assert set(df["state"]) <= {"TERMINATED", "PENDING", "PAUSED"}  # nothing runs after the end
+
+
+def test_every_decision_is_journaled_with_a_reason(trace):
+    exp = replay(trace)
+    exp.run()
+    actions = {e["action"] for e in exp.events}
+    assert {"Start", "Stop"} <= actions
+    assert all(e["reason"] for e in exp.events)
+    assert [e["time"] for e in exp.events] == sorted(e["time"] for e in exp.events)
+
+
+def test_allocation_history_never_overcommits_and_ends_at_zero(trace):
+    exp = replay(trace, workers=3, policy="random")
+    exp.run()
+    snap = exp.statistics()
+    times, series = snap.allocation_series()
+    for i in range(len(times)):
+        assert sum(s[i] for s in series.values()) <= 3  # never more workers than the cluster has
+    assert all(s[-1] == 0 for s in series.values())  # the deadline stopped everything
+    assert max(r.peak_workers for r in snap.trials) >= 1
+
+
+def test_a_sampler_learns_from_every_trial(trace):
+    clock = VirtualClock()
+    runtime = SimRuntime(trace, clock, 3)
+    space = {"trace_trial": CategoricalDistribution(list(trace.ids))}
+    exp = Experiment(None, space, metric="acc", deadline=200, max_epochs=trace.longest, policy="asha",
+                     sampler="tpe", seed=0, runtime=runtime, clock=clock)  # fmt: skip
+    exp.run()
+    study = exp.source.study
+    df = exp.results()
+    assert len(study.trials) == len(df)  # every offer was an Optuna trial
+    over = df[df["state"] == "TERMINATED"]
+    told = [t for t in study.trials if t.state is not OptunaState.RUNNING]
+    assert len(told) == len(over)  # every trial that ended was told
+    complete = [t for t in study.trials if t.state is OptunaState.COMPLETE]
+    assert all(df.loc[t.number, "epochs"] == trace.longest for t in complete)
+
+
+def test_a_deadline_moved_closer_ends_the_search_there(trace):
+    exp, runtime = held(trace, deadline=150.0)
+    exp.start()
+    runtime.step(4)
+    now = exp.statistics().time
+    exp.deadline = "-100s"  # 150 s -> 50 s, while the driver waits
+    runtime.release()
+    exp.wait()
+    assert exp.deadline == 50.0 and now < 50.0
+    snap = exp.statistics()
+    assert snap.time == 50.0  # it ended at the new deadline
+    assert all(e["time"] <= 50.0 for e in exp.events)  # nothing after it counts
+    moved = [e for e in exp.events if e["action"] == "DeadlineChanged"]
+    assert len(moved) == 1 and "by the user" in moved[0]["reason"]
+
+
+def test_a_deadline_moved_later_lets_the_search_go_on(trace):
+    exp, runtime = held(trace, deadline=30.0)
+    exp.start()
+    runtime.step(2)
+    exp.deadline = "+60s"
+    runtime.release()
+    exp.wait()
+    assert exp.statistics().time == 90.0
+
+
+def test_stop_ends_gracefully_and_keeps_the_best(trace):
+    exp, runtime = held(trace, deadline=150.0)
+    exp.start()
+    runtime.step(6)
+    best = exp.best
+    exp.stop(wait=False)
+    runtime.release()
+    exp.wait()
+    assert exp.statistics().status == "finished"
+    assert any(e["reason"] == "stopped by the user" for e in exp.events)
+    assert exp.best is not None and (best is None or exp.best.metric >= best.metric)
+    with pytest.raises(HyperschedError, match="no longer move"):
+        exp.deadline = "+1m"
+
+
+def test_snapshots_taken_during_a_search_are_consistent(trace):
+    exp = replay(trace, policy="random", workers=3, deadline=400)
+    seen = []
+
+    def watch():
+        while not exp.done:
+            seen.append(exp.statistics())
+
+    exp.start()
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    exp.wait()
+    watcher.join()
+    for snap in seen:
+        assert sum(r.workers for r in snap.running) <= 3  # a reader never sees a half-made turn
+        assert snap.counts["RUNNING"] == len(snap.running)
+
+
+def test_a_search_that_raises_reports_it(trace):
+    class Broken:
+        def workers(self):
+            return 2
+
+        def execute(self, ins):
+            pass
+
+        def advance(self, until):
+            raise RuntimeError("the cluster went away")
+
+    exp = Experiment(None, [{"a": 1}], metric="acc", deadline=10, max_epochs=3, policy="asha",
+                     runtime=Broken(), clock=VirtualClock())  # fmt: skip
+    exp.start()
+    with pytest.raises(RuntimeError, match="went away"):
+        exp.wait()
+    snap = exp.statistics()
+    assert snap.status == "failed" and "went away" in snap.error
+
+
+def test_a_search_starts_once(trace):
+    exp = replay(trace)
+    exp.run()
+    with pytest.raises(HyperschedError, match="build a new Experiment"):
+        exp.start()
+
+
+def test_waiting_or_stopping_before_the_start_is_an_error(trace):
+    exp = replay(trace)
+    with pytest.raises(HyperschedError, match="not started"):
+        exp.wait()
+    with pytest.raises(HyperschedError, match="not started"):
+        exp.stop()
+    assert exp.statistics().status == "created" and exp.best is None and exp.events == []
+
+
+def test_the_deadline_before_the_start(trace):
+    exp = replay(trace, deadline=150)
+    assert exp.deadline == 150.0
+    exp.deadline = "+30s"  # before the start a shift moves the deadline set so far
+    assert exp.deadline == 180.0
+    exp.deadline = "1m"
+    exp.run()
+    assert exp.statistics().deadline == 60.0
+
+
+def test_a_wall_clock_deadline_on_a_virtual_clock_is_refused(trace):
+    exp = replay(trace, deadline="17:00")
+    with pytest.raises(ConfigError, match="virtual clock"):
+        exp.start()
+
+
+class Net:
+    def setup(self, config, ctx): ...
+    def step(self): ...
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [(dict(trainable=Net()), "trainable"), (dict(metric=""), "metric"), (dict(mode="up"), "mode"),
+     (dict(deadline="soon"), "deadline"), (dict(max_epochs=0), "max_epochs"), (dict(eta=1), "eta"),
+     (dict(min_epochs=2.5), "min_epochs"), (dict(policy="best"), "policy"), (dict(cluster=0), "cluster"),
+     (dict(cluster=True), "cluster"), (dict(sampler="cma"), "sampler"), (dict(space={"lr": (1, 2)}), "space"),
+     (dict(poll=0), "poll"), (dict(scaling="fast"), "scaling"), (dict(configs=0), "configs")],
+)  # fmt: skip
+def test_bad_input_is_a_one_line_config_error_naming_the_parameter(kw, name):
+    args = (
+        dict(trainable=Net, space={"lr": [0.1, 0.01]}, deadline="1m", max_epochs=5, policy="asha")
+        | kw
+    )
+    with pytest.raises(ConfigError) as err:
+        Experiment(**args)
+    assert name in str(err.value) and "\n" not in str(err.value)
+
+
+def test_unknown_policy_keywords_are_config_errors():
+    with pytest.raises(ConfigError, match="asha"):
+        Experiment(Net, {"lr": [0.1]}, deadline="1m", max_epochs=5, policy="asha", bogus=3)
+
+
+def test_the_space_defaults_to_the_trainables_own():
+    class WithSpace(Net):
+        @classmethod
+        def space(cls):
+            return {"lr": [0.1, 0.01]}
+
+    exp = Experiment(WithSpace, deadline="1m", max_epochs=5, policy="asha")
+    assert "lr" in exp.source.distributions
+    with pytest.raises(ConfigError, match="space"):
+        Experiment(Net, deadline="1m", max_epochs=5, policy="asha")
+
+
+def test_the_runtime_wait_is_sliced_on_a_wall_clock():
+    from hypersched_nb.experiment._observed import Gate, Observed
+
+    class Inner:
+        untils: list = []  # noqa: RUF012 - shared on purpose: both instances record here
+
+        def workers(self):
+            return 1
+
+        def advance(self, until):
+            self.untils.append(until)
+            return []
+
+    gate = Gate()
+    gate.enter()
+    obs = Observed(Inner(), VirtualClock(10.0), gate, poll=0.25)
+    obs.advance(100.0)
+    # a moved deadline or a stop is seen within one slice
+    assert Inner.untils == [10.25]
+    assert math.isinf(Observed(Inner(), VirtualClock(), Gate(), None).deadline())
+
+
+def test_a_deadline_moved_into_the_past_ends_the_search_now(trace):
+    exp, runtime = held(trace, deadline=150.0)
+    exp.start()
+    runtime.step(5)
+    now = exp.statistics().time
+    exp.deadline = "-1h"
+    runtime.release()
+    exp.wait()
+    assert exp.deadline == now  # not before: what was reported until now still counts
+    assert exp.statistics().time == now

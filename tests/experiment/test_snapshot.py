@@ -1,0 +1,65 @@
+"""ExperimentSnapshot: the frozen picture every view reads."""
+
+import dataclasses
+import math
+from datetime import datetime
+
+import pytest
+
+from hypersched_nb.experiment.snapshot import Allocation, Best, ExperimentSnapshot, TrialRow
+
+
+def row(tid, state, workers=0, metrics=(0.5,)):
+    best = max(metrics) if metrics else math.nan
+    return TrialRow(tid, {"lr": 0.1}, state, len(metrics), best, metrics[-1] if metrics else math.nan,
+                    workers, max(workers, 1), 0.0, None, "", tuple(metrics))  # fmt: skip
+
+
+def snap(**kw):
+    base = dict(
+        time=30.0, deadline=120.0, status="running", metric="val_acc", mode="max", policy="asha",
+        describe="asha: rungs 1, 4, 16", workers=4,
+        trials=(row(0, "RUNNING", 3), row(1, "RUNNING", 1), row(2, "PAUSED"), row(3, "TERMINATED"), row(4, "ERRORED")),
+        allocation=(Allocation(0.0, 0, 1), Allocation(0.0, 1, 1), Allocation(10.0, 2, 1), Allocation(20.0, 2, 0), Allocation(20.0, 0, 3)),
+        capacity=((0.0, 4),), best=Best(0, {"lr": 0.1}, 0.93, 7),
+    )  # fmt: skip
+    return ExperimentSnapshot(**(base | kw))
+
+
+def test_counts_and_the_progress_line():
+    s = snap()
+    assert s.counts == {"PENDING": 0, "RUNNING": 2, "PAUSED": 1, "TERMINATED": 1, "ERRORED": 1}
+    assert s.stopped == 2 and s.time_left == 90.0
+    assert s.progress_line() == (
+        "1m 30s left | running 2 paused 1 stopped 2 | workers #0:3 #1:1 | best val_acc 0.93 (#0, epoch 7)"
+    )
+
+
+def test_a_finished_search_says_done():
+    s = snap(status="finished", trials=(row(0, "TERMINATED"),), best=None)
+    assert s.done and s.progress_line().startswith("done |")
+    assert s.progress_line().endswith("workers - | best val_acc -")
+
+
+def test_the_summary_has_the_policy_line_and_the_error():
+    text = str(snap(status="failed", error="Traceback ...\nRuntimeError: boom"))
+    assert text.splitlines()[0] == "asha search, failed: deadline at 120s, 4 workers"
+    assert "policy: asha: rungs 1, 4, 16" in text and text.endswith("error: RuntimeError: boom")
+
+
+def test_the_deadline_reads_as_a_wall_time_on_a_live_search():
+    live = snap(started=datetime(2026, 3, 2, 16, 0, 0))
+    assert live.deadline_text() == "16:02:00 (in 1m 30s)"
+    assert live.wall(60.0) == datetime(2026, 3, 2, 16, 1, 0)
+    assert snap().deadline_text() == "at 120s (in 1m 30s)"  # a virtual clock has no wall time
+
+
+def test_allocation_series_is_a_common_step_grid():
+    times, series = snap().allocation_series()
+    assert times == [0.0, 10.0, 20.0, 30.0]  # every change, and now
+    assert series == {0: [1, 1, 3, 3], 1: [1, 1, 1, 1], 2: [0, 1, 0, 0]}
+
+
+def test_a_snapshot_never_changes():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap().deadline = 5.0

@@ -1,0 +1,96 @@
+"""The dashboard, figures and static fallback, rendered without a front end."""
+
+import re
+
+from hypersched_nb.notebook.dashboard import Dashboard
+from hypersched_nb.notebook.figures import allocation_figure, colour, curves_figure
+from hypersched_nb.notebook.static import static_html
+
+
+def test_the_dashboard_shows_a_finished_search(finished):
+    dash = Dashboard(finished)
+    snap = finished.statistics()
+    assert "<b>asha</b> finished" in dash.header.value
+    assert snap.best_text() in dash.header.value
+    alloc = {t.name for t in dash.allocation.data}
+    held = {f"trial {r.trial_id}" for r in snap.trials if r.peak_workers}
+    assert alloc == held | {"cluster"}  # one stacked trace per trial that held workers
+    assert {t.name for t in dash.curves.data} == {
+        f"trial {r.trial_id}" for r in snap.trials if r.metrics
+    }
+    assert dash.slider.disabled and dash.stop_button.disabled  # nothing left to change
+    last = snap.events[-1]
+    assert re.search(rf"<td>{last['time']:.1f}s</td>", dash.events.value)
+
+
+def test_the_displayed_bundle_carries_a_static_picture(finished):
+    bundle = Dashboard(finished)._bundle(finished.statistics())
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # the live widgets
+    assert bundle["text/html"].count("<svg") == 2  # what a saved notebook shows without them
+    assert bundle["text/plain"] == str(finished.statistics())
+
+
+def test_the_slider_moves_the_deadline(replay):
+    dash = Dashboard(replay)
+    assert dash.slider.value == 2.0  # minutes since the start
+    dash.slider.value = 1.5
+    assert replay.deadline == 90.0
+    assert dash.slider_label.value == "at 90s (in 1m 30s)"
+
+
+def test_a_deadline_moved_elsewhere_moves_the_slider(replay):
+    dash = Dashboard(replay, slider_max=300)
+    replay.deadline = "10m"
+    dash.refresh()
+    assert dash.slider.value == 10.0 and dash.slider.max >= 10.0  # the range grows to show it
+
+
+def test_the_stop_button_stops(finished):
+    dash = Dashboard(finished)
+    dash.stop_button.disabled = False
+    dash._on_stop(dash.stop_button)
+    assert dash.stop_button.disabled and finished.done
+
+
+def test_the_allocation_figure_stacks_steps_against_the_deadline(finished):
+    snap = finished.statistics()
+    fig = allocation_figure(snap)
+    trial = next(t for t in fig.data if t.name.startswith("trial "))
+    assert trial.stackgroup == "workers" and trial.line.shape == "hv"
+    deadline = fig.layout.shapes[0]
+    assert deadline.x0 == deadline.x1 == snap.deadline  # seconds: the deadline is under 10 minutes
+    assert len(fig.layout.shapes) == 1  # a finished search draws no "now" line
+    assert fig.layout.yaxis.range[1] >= snap.workers
+
+
+def test_curves_colour_trials_as_the_allocation_does(finished):
+    snap = finished.statistics()
+    fig = curves_figure(snap)
+    best = next(t for t in fig.data if t.name == f"trial {snap.best.trial_id}")
+    assert best.line.color == colour(snap.best.trial_id) and best.line.width > 3
+
+
+def test_the_static_picture_is_plain_html_and_svg(finished):
+    snap = finished.statistics()
+    page = static_html(snap)
+    assert "<script" not in page
+    assert "deadline" in page and "best config: " in page
+    assert page.count("<rect") > 2 and "<polyline" in page
+
+
+def test_show_gives_interactive_figures_with_an_svg_fallback(finished):
+    from hypersched_nb.notebook.static import bundles
+
+    alloc, curves = bundles(finished.statistics())
+    for bundle in (alloc, curves):
+        assert bundle["application/vnd.plotly.v1+json"]["data"]  # plotly's own mimetype
+        assert bundle["text/html"].startswith("<svg")
+    assert alloc["text/plain"] == "<workers per trial>"
+
+
+def test_the_refresh_thread_follows_the_search_to_its_end(replay):
+    dash = Dashboard(replay, interval=0.02).start()
+    replay.run()
+    dash._thread.join(timeout=30)
+    assert not dash._thread.is_alive()  # it stops by itself once the search is over
+    assert "finished" in dash.header.value and dash.slider.disabled

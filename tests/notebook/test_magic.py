@@ -1,0 +1,82 @@
+"""%hypersched, parsed and run through IPython's InteractiveShell."""
+
+import pytest
+from IPython.core.error import UsageError
+
+from hypersched_nb import Experiment
+
+
+class Net:
+    @classmethod
+    def space(cls):
+        return {"lr": [0.1, 0.01]}
+
+    def setup(self, config, ctx): ...
+
+    def step(self): ...
+
+
+def test_start_an_experiment_then_status_and_stop(shell, replay, capsys):
+    shell.user_ns["mine"] = replay
+    shell.run_line_magic("hypersched", "start mine --no-dashboard")
+    assert capsys.readouterr().out.startswith(("2m 00s left |", "done |"))
+    replay.wait()
+    shell.run_line_magic("hypersched", "status")
+    assert capsys.readouterr().out.startswith("asha search, finished: deadline at 120s, 3 workers")
+    shell.run_line_magic("hypersched", "stop")  # already over: prints the summary
+    assert "finished" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="can no longer move"):
+        shell.run_line_magic("hypersched", "deadline +10m")
+
+
+def test_start_builds_an_experiment_from_options(shell, monkeypatch):
+    started = []
+    monkeypatch.setattr(Experiment, "start", lambda self: started.append(self) or self)
+    shell.user_ns["Net"] = Net
+    shell.run_line_magic(
+        "hypersched",
+        "start Net --deadline 90s --workers 2 --max-epochs 7 --eta 3 --policy asha --sampler random --name e2 --no-dashboard",
+    )
+    exp = shell.user_ns.pop("e2")
+    assert started == [exp]
+    assert (exp.max_epochs, exp.eta, exp.cluster, exp.deadline) == (7, 3, 2, 90.0)
+    assert exp.policy.name == "asha" and "lr" in exp.source.distributions  # the trainable's space()
+
+
+def test_start_shows_the_dashboard(shell, replay, capsys):
+    shell.user_ns["mine"] = replay
+    shell.run_line_magic("hypersched", "start mine")
+    replay.wait()
+    assert "asha search" in capsys.readouterr().out  # a plain shell prints the text fallback
+
+
+def test_the_deadline_subcommand_moves_the_deadline(shell, replay, monkeypatch, capsys):
+    monkeypatch.setattr(Experiment, "start", lambda self: self)  # created, never run
+    shell.user_ns["mine"] = replay
+    shell.run_line_magic("hypersched", "start mine --no-dashboard")
+    shell.run_line_magic("hypersched", "deadline -30s")  # "-30s" is a value, not an option
+    assert replay.deadline == 90.0
+    assert capsys.readouterr().out.splitlines()[-1] == "deadline at 90s (in 1m 30s)"
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [("", "needs a subcommand"), ("launch", "unknown subcommand 'launch'"), ("status", "no search yet"),
+     ("start Missing", "'Missing' is not defined"), ("start os:nothing", "cannot import 'os:nothing'"),
+     ("start Net --deadline soon", "`deadline` is 'soon'"), ("start Net --policy nope", "`policy` is 'nope'"),
+     ("start Net --workers 2 --address tcp://x:1", "not allowed with"), ("start Net --name 2x", "not a Python identifier"),
+     ("deadline", "required: deadline"), ("status extra", "unrecognized arguments")],
+)  # fmt: skip
+def test_mistakes_are_one_line_usage_errors(shell, line, message):
+    shell.user_ns["Net"] = Net
+    with pytest.raises(UsageError, match=message) as err:
+        shell.run_line_magic("hypersched", line)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "line", ["--help", "start --help", "deadline -h", "status --help", "stop --help"]
+)
+def test_help_prints_and_raises_nothing(shell, line, capsys):
+    shell.run_line_magic("hypersched", line)
+    assert "%hypersched" in capsys.readouterr().out

@@ -1,0 +1,288 @@
+"""The Dask runtime under the real driver, on a local cluster of 2 single-threaded worker
+processes: data-parallel resizes, migration, failures and a killed worker."""
+
+import itertools
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.events import (
+    Continue,
+    Result,
+    ScaleCluster,
+    Start,
+    Stop,
+    TrialFailed,
+    WorkersChanged,
+)
+from hypersched_nb.core.policies import Policy, create
+from hypersched_nb.core.trial import TrialState
+from hypersched_nb.experiment.driver import Driver
+from hypersched_nb.runtime import DaskRuntime, WallClock, start_cluster
+from hypersched_nb.testing.trainables import TinyRegression
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def client():
+    client, close = start_cluster(2)
+    yield client
+    close()
+
+
+class Scripted(Policy):
+    """Trains trials first in, first out; ``plan[i]`` workers for epoch i + 1; pauses trial
+    ``t`` once after epoch ``pause_after[t]``."""
+
+    name = "scripted"
+
+    def __init__(self, plan=None, pause_after=None):
+        self.plan, self.pause_after, self.paused = plan, pause_after or {}, set()
+
+    def on_trial_result(self, trial, result, ctx):
+        if (
+            self.pause_after.get(trial.trial_id) == result.epoch
+            and trial.trial_id not in self.paused
+        ):
+            self.paused.add(trial.trial_id)
+            return Decision.PAUSE
+        return Decision.CONTINUE
+
+    def allocate(self, ctx):
+        if self.plan is None:
+            return None
+        # the next decision is for the epoch after the one in flight
+        return {
+            tid: self.plan[min(t.epochs + 1, len(self.plan) - 1)] for tid, t in ctx.running.items()
+        }
+
+
+class Recorder:
+    """The runtime as the driver sees it, keeping every event and every placement."""
+
+    def __init__(self, runtime, on_event=None):
+        self.runtime, self.on_event = runtime, on_event
+        self.events, self.placements = [], {}
+
+    def workers(self):
+        return self.runtime.workers()
+
+    def execute(self, ins):
+        self.runtime.execute(ins)
+        if type(ins) is Start:
+            self.placements.setdefault(ins.trial_id, []).append(
+                self.runtime.placement(ins.trial_id)
+            )
+
+    def advance(self, until):
+        events = self.runtime.advance(until)
+        for e in events:
+            self.events.append(e)
+            if self.on_event is not None:
+                self.on_event(e, self.runtime)
+        return events
+
+    def results(self, tid):
+        return [e for e in self.events if type(e) is Result and e.trial_id == tid]
+
+
+def search(client, tmp_path, policy, configs, *, max_epochs, deadline=120.0, on_event=None):
+    clock = WallClock()
+    runtime = DaskRuntime(
+        TinyRegression, client=client, clock=clock, metric="loss", checkpoint_dir=str(tmp_path)
+    )
+    rec = Recorder(runtime, on_event)
+    driver = Driver(
+        policy,
+        rec,
+        clock,
+        iter(configs),
+        deadline=deadline,
+        max_epochs=max_epochs,
+        mode="min",
+        journal=True,
+    )
+    try:
+        outcome = driver.run()
+    finally:
+        runtime.close()
+    return driver, outcome, rec
+
+
+def test_resize_1_2_1_keeps_replicas_identical_and_training_correct(client, tmp_path):
+    plan = [1, 1, 2, 2, 1, 1]
+    driver, _, rec = search(client, tmp_path, Scripted(plan=plan), [{"lr": 0.05}], max_epochs=6)
+    results = rec.results(0)
+    assert [r.workers for r in results] == plan  # one worker, then two (DDP), then one again
+    assert all(r.info["replica_gap"] == 0.0 for r in results)  # replicas identical after each step
+    losses = [r.metric for r in results]
+    assert all(b < a for a, b in itertools.pairwise(losses))  # and the loss keeps decreasing
+    assert [r.startup > 0 for r in results] == [
+        True,
+        False,
+        True,
+        False,
+        True,
+        False,
+    ]  # resizes cost a restart
+    assert driver.trials[0].state is TrialState.TERMINATED
+
+
+def test_a_trial_paused_and_resumed_elsewhere_ends_with_the_weights_of_straight_training(
+    client, tmp_path
+):
+    config = {"lr": 0.05, "batch_size": 16}
+    _, _, moved = search(
+        client, tmp_path / "a", Scripted(pause_after={0: 3}), [config], max_epochs=6
+    )
+    _, _, straight = search(client, tmp_path / "b", Scripted(), [config], max_epochs=6)
+    first, second = moved.placements[0]
+    assert first != second  # resumed on the other worker, from the pause's checkpoint
+    digests = [r.info["digest"] for r in moved.results(0)]
+    assert [r.epoch for r in moved.results(0)] == [1, 2, 3, 4, 5, 6]
+    assert digests == [
+        r.info["digest"] for r in straight.results(0)
+    ]  # identical weights, epoch by epoch
+
+
+def test_a_trainable_that_raises_is_errored_with_its_traceback_and_the_rest_go_on(client, tmp_path):
+    configs = [{"lr": 0.05}, {"lr": 0.05, "fail_at": 2}, {"lr": 0.02}]
+    driver, _, rec = search(client, tmp_path, create("random", max_epochs=3), configs, max_epochs=3)
+    failed = driver.trials[1]
+    assert failed.state is TrialState.ERRORED
+    assert (
+        "Traceback" in failed.error and "RuntimeError: boom at epoch 2" in failed.error
+    )  # the worker's own
+    assert [type(e) for e in rec.events if e.trial_id == 1] == [Result, TrialFailed]
+    for tid in (0, 2):
+        assert driver.trials[tid].state is TrialState.TERMINATED and driver.trials[tid].epochs == 3
+
+
+def _next(runtime, clock, kind, within=120.0):
+    """Advance until an event of type ``kind`` comes; the events before it, and it."""
+    end, seen = clock.now() + within, []
+    while clock.now() < end:
+        for e in runtime.advance(end):
+            seen.append(e)
+            if type(e) is kind:
+                return seen
+    pytest.fail(f"no {kind.__name__} within {within} s (saw {seen})")
+
+
+def test_a_trial_on_two_workers_holds_identical_replicas(client, tmp_path):
+    clock = WallClock()
+    runtime = DaskRuntime(
+        TinyRegression, client=client, clock=clock, metric="loss", checkpoint_dir=str(tmp_path)
+    )
+    try:
+        runtime.execute(Start(0, {"lr": 0.05}, 2))
+        (result,) = _next(runtime, clock, Result)
+        digests = runtime.replica_digests(0)
+        assert result.workers == 2 and len(set(runtime.placement(0))) == 2
+        assert len(digests) == 2 and digests[0] == digests[1]  # same state dict on both ranks
+        runtime.execute(Continue(0))
+        _next(runtime, clock, Result)
+        later = runtime.replica_digests(0)
+        assert later[0] == later[1] != digests[0]  # and again after one more (different) epoch
+        runtime.execute(Stop(0))
+    finally:
+        runtime.close()
+
+
+def test_a_metric_the_trainable_does_not_report_fails_the_trial_clearly(client, tmp_path):
+    clock = WallClock()
+    runtime = DaskRuntime(
+        TinyRegression, client=client, clock=clock, metric="val_acc", checkpoint_dir=str(tmp_path)
+    )
+    try:
+        runtime.execute(Start(0, {}, 1))
+        (failed,) = _next(runtime, clock, TrialFailed)
+    finally:
+        runtime.close()
+    assert "step() returned no 'val_acc'" in failed.error and "loss" in failed.error
+
+
+def test_an_epoch_past_task_timeout_fails_its_trial(client, tmp_path):
+    clock = WallClock()
+    runtime = DaskRuntime(
+        TinyRegression,
+        client=client,
+        clock=clock,
+        metric="loss",
+        checkpoint_dir=str(tmp_path),
+        task_timeout=0.5,
+    )
+    try:
+        runtime.execute(Start(0, {"sleep": 1.5}, 1))
+        (failed,) = _next(runtime, clock, TrialFailed)
+    finally:
+        runtime.close()
+    assert "task_timeout=0.5s" in failed.error  # reported instead of waited for
+    assert runtime.placement(0) == []  # and its worker given back
+
+
+def test_the_cluster_grows_and_shrinks_on_request(client, tmp_path):
+    clock = WallClock()
+    runtime = DaskRuntime(
+        TinyRegression, client=client, clock=clock, metric="loss", checkpoint_dir=str(tmp_path)
+    )
+    try:
+        runtime.execute(ScaleCluster(3))
+        grown = _next(runtime, clock, WorkersChanged)[-1]
+        runtime.execute(ScaleCluster(2))
+        assert runtime.workers() == 2  # the leaving worker is never handed out again
+        shrunk = _next(runtime, clock, WorkersChanged)[-1]
+    finally:
+        runtime.close()
+    assert (grown.workers, shrunk.workers) == (3, 2)
+    for _ in range(600):  # the retired worker closes in the background
+        if len(client.scheduler_info(n_workers=-1)["workers"]) == 2:
+            break
+        time.sleep(0.1)
+    assert len(client.scheduler_info(n_workers=-1)["workers"]) == 2
+
+
+def test_a_worker_killed_mid_epoch_loses_no_metric_and_the_search_finishes(client, tmp_path):
+    configs = [{"lr": 0.05, "sleep": 0.3}, {"lr": 0.02, "sleep": 0.3}, {"lr": 0.01, "sleep": 0.3}]
+    killed = []
+
+    def kill_worker_of_trial_0(runtime):
+        (name,) = runtime.placement(0)
+        addr = next(
+            a
+            for a, w in client.scheduler_info(n_workers=-1)["workers"].items()
+            if str(w["name"]) == name
+        )
+        pid = client.run(os.getpid, workers=[addr])[addr]
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    def on_event(e, runtime):
+        if type(e) is Result and e.trial_id == 0 and e.epoch == 2 and not killed:
+            threading.Timer(
+                0.1, kill_worker_of_trial_0, [runtime]
+            ).start()  # during its third epoch
+
+    driver, outcome, rec = search(
+        client,
+        tmp_path,
+        create("random", max_epochs=5),
+        configs,
+        max_epochs=5,
+        deadline=150.0,
+        on_event=on_event,
+    )
+    assert killed  # the kill happened
+    lost = [e for e in rec.events if type(e) is WorkersChanged and e.lost]
+    assert lost and lost[0].lost == (0,)  # trial 0 was reported lost with its worker
+    for tid in range(3):
+        # every epoch reported exactly once, none missing: no metric lost
+        assert [r.epoch for r in rec.results(tid)] == [1, 2, 3, 4, 5]
+        assert driver.trials[tid].state is TrialState.TERMINATED
+    assert driver.trials[0].starts == 2  # resumed from its checkpoint
+    assert outcome.ended_at < driver.deadline  # finished by itself, before the deadline
