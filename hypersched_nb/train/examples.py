@@ -42,6 +42,17 @@ __all__ = ["MNIST1DCNN", "CIFARResNet18", "DigitsCNN", "ImageClassifier"]
 _EVAL_BATCH = 1024
 
 
+def _small_sgd_space() -> dict:
+    """The optimiser's part of the small models' spaces: wide enough that some
+    configurations diverge (lr near 10) and some never learn (lr near 1e-4)."""
+    return {
+        "lr": FloatDistribution(1e-4, 10.0, log=True),
+        "momentum": FloatDistribution(0.0, 0.99),
+        "weight_decay": FloatDistribution(1e-6, 1e-1, log=True),
+        "batch_size": IntDistribution(32, 512, log=True),
+    }
+
+
 class ImageClassifier(Trainable):
     """Shared SGD training loop; subclasses give ``defaults``, ``build_model`` and ``load_data``."""
 
@@ -196,10 +207,7 @@ class DigitsCNN(ImageClassifier):
     @classmethod
     def space(cls) -> dict:
         return {
-            "lr": FloatDistribution(1e-4, 10.0, log=True),
-            "momentum": FloatDistribution(0.0, 0.99),
-            "weight_decay": FloatDistribution(1e-6, 1e-1, log=True),
-            "batch_size": IntDistribution(32, 512, log=True),
+            **_small_sgd_space(),
             "channels": IntDistribution(4, 32, log=True),
             "dropout": FloatDistribution(0.0, 0.6),
         }
@@ -229,10 +237,7 @@ class MNIST1DCNN(ImageClassifier):
     @classmethod
     def space(cls) -> dict:
         return {
-            "lr": FloatDistribution(1e-4, 10.0, log=True),
-            "momentum": FloatDistribution(0.0, 0.99),
-            "weight_decay": FloatDistribution(1e-6, 1e-1, log=True),
-            "batch_size": IntDistribution(32, 512, log=True),
+            **_small_sgd_space(),
             "channels": IntDistribution(8, 48, log=True),
             "dropout": FloatDistribution(0.0, 0.5),
         }
