@@ -37,7 +37,7 @@ import math
 from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import Decision
 from hypersched_nb.core.events import Result
-from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._base import Policy, check_budget, evaluation_boundary
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -66,10 +66,7 @@ class Bandit(Policy):
         epsilon: float = 0.5,
     ):
         check_budget(max_epochs, min_epochs, eta)
-        if boundary is None:
-            boundary = max(1, round(boundary_fraction * max_epochs))
-        if boundary < 1:
-            raise ConfigError(f"`boundary` is {boundary}, but must be >= 1")
+        boundary = evaluation_boundary(boundary, boundary_fraction, max_epochs)
         if not epsilon >= 0:
             raise ConfigError(f"`epsilon` is {epsilon}, but must be >= 0")
         self.max_epochs, self.min_epochs = max_epochs, min_epochs

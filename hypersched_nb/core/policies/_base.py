@@ -10,7 +10,7 @@ from hypersched_nb.core.events import Result
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
-__all__ = ["Policy", "check_budget"]
+__all__ = ["Policy", "check_budget", "evaluation_boundary"]
 
 
 def check_budget(max_epochs: int, min_epochs: int, eta: float) -> None:
@@ -21,6 +21,15 @@ def check_budget(max_epochs: int, min_epochs: int, eta: float) -> None:
         raise ConfigError(f"`max_epochs` is {max_epochs}, but must be >= min_epochs ({min_epochs})")
     if not eta > 1:
         raise ConfigError(f"`eta` is {eta}, but must be > 1")
+
+
+def evaluation_boundary(boundary: int | None, fraction: float, max_epochs: int) -> int:
+    """Epochs between evaluations (HyperDrive's b): ``boundary``, else ``fraction`` of R."""
+    if boundary is None:
+        boundary = max(1, round(fraction * max_epochs))
+    if boundary < 1:
+        raise ConfigError(f"`boundary` is {boundary}, but must be >= 1")
+    return boundary
 
 
 class Policy:

@@ -39,7 +39,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.curves import CurveCache
 from hypersched_nb.core.decisions import Decision
 from hypersched_nb.core.events import Result
-from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._base import Policy, check_budget, evaluation_boundary
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -63,10 +63,7 @@ class EarlyTerm(Policy):
         bounds: tuple[float, float] | str | None = "auto",
     ):
         check_budget(max_epochs, min_epochs, eta)
-        if boundary is None:
-            boundary = max(1, round(boundary_fraction * max_epochs))
-        if boundary < 1:
-            raise ConfigError(f"`boundary` is {boundary}, but must be >= 1")
+        boundary = evaluation_boundary(boundary, boundary_fraction, max_epochs)
         if not 0.0 <= delta <= 1.0:
             raise ConfigError(f"`delta` is {delta}, but must be in [0, 1]")
         self.max_epochs, self.min_epochs = max_epochs, min_epochs

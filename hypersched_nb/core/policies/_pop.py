@@ -66,7 +66,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.curves import CurveCache
 from hypersched_nb.core.decisions import Decision
 from hypersched_nb.core.events import Result
-from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._base import Policy, check_budget, evaluation_boundary
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -97,10 +97,7 @@ class POP(Policy):
         bounds: tuple[float, float] | str | None = "auto",
     ):
         check_budget(max_epochs, min_epochs, eta)
-        if boundary is None:
-            boundary = max(1, round(boundary_fraction * max_epochs))
-        if boundary < 1:
-            raise ConfigError(f"`boundary` is {boundary}, but must be >= 1")
+        boundary = evaluation_boundary(boundary, boundary_fraction, max_epochs)
         if isinstance(kill_threshold, str) and kill_threshold != "relative":
             raise ConfigError(f"`kill_threshold` is {kill_threshold!r}, but must be a number, 'relative' or None")
         for key, value in (("p_stop", p_stop), ("explore_share", explore_share), ("kill_margin", kill_margin)):
