@@ -35,7 +35,15 @@ class TrialError(HyperschedError, RuntimeError):
 
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
-    """Warn, pointing at the first frame outside hypersched_nb (like optuna's ``_warn``)."""
-    import os
+    """Warn, pointing at the first frame outside hypersched_nb (like optuna's ``_warn``).
 
-    warnings.warn(message, category, skip_file_prefixes=(os.path.dirname(__file__),))
+    Counts the package's own frames by hand: ``warnings.warn(skip_file_prefixes=...)`` only
+    exists from Python 3.12, and this package supports 3.11."""
+    import os
+    import sys
+
+    package = os.path.dirname(__file__)
+    frame, level = sys._getframe(1), 2  # stacklevel 2 is our caller
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)

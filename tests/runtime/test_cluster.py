@@ -1,0 +1,112 @@
+"""Which local cluster a search starts: one dask-cuda worker per GPU when CUDA devices are
+present, CPU worker processes otherwise. The GPU branch is specified here on a CPU machine
+with recording stand-ins for ``LocalCUDACluster`` and ``LocalCluster`` (nothing starts)."""
+
+import importlib.machinery
+import sys
+import types
+
+import distributed
+import pytest
+
+from hypersched_nb.errors import ConfigError
+from hypersched_nb.runtime import cluster
+
+
+class Recorder:
+    """Stands in for a cluster class: remembers how it was built."""
+
+    built: list = []
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+        type(self).built.append(self)
+
+
+@pytest.fixture
+def made(monkeypatch):
+    """The clusters built during a test, as (class name, keyword arguments)."""
+
+    class FakeCUDA(Recorder):
+        built = []
+
+    class FakeLocal(Recorder):
+        built = []
+
+    fake = types.ModuleType("dask_cuda")
+    fake.__spec__ = importlib.machinery.ModuleSpec("dask_cuda", None)
+    fake.LocalCUDACluster = FakeCUDA
+    monkeypatch.setitem(sys.modules, "dask_cuda", fake)
+    monkeypatch.setattr(distributed, "LocalCluster", FakeLocal)
+
+    def clusters():
+        return [("LocalCUDACluster", c.kwargs) for c in FakeCUDA.built] + [
+            ("LocalCluster", c.kwargs) for c in FakeLocal.built
+        ]
+
+    return clusters
+
+
+def gpus(monkeypatch, n: int) -> None:
+    monkeypatch.setattr(cluster, "_cuda_devices", lambda: n)
+
+
+def test_one_dask_cuda_worker_per_gpu(monkeypatch, made):
+    gpus(monkeypatch, 2)
+    cluster._local_cluster(None, 1)
+    ((kind, kwargs),) = made()
+    assert kind == "LocalCUDACluster"
+    assert kwargs["n_workers"] == 2  # one worker process per device
+    assert kwargs["resources"] == {"GPU": 1}  # every worker advertises its own GPU
+    assert kwargs["host"] == "127.0.0.1" and kwargs["threads_per_worker"] == 1
+
+
+def test_asking_for_fewer_workers_than_gpus_uses_that_many(monkeypatch, made):
+    gpus(monkeypatch, 4)
+    cluster._local_cluster(3, 1)
+    assert made()[0][1]["n_workers"] == 3
+
+
+def test_never_more_gpu_workers_than_devices(monkeypatch, made):
+    gpus(monkeypatch, 2)
+    cluster._local_cluster(8, 1)
+    assert made()[0][1]["n_workers"] == 2  # two workers on one device would share its memory
+
+
+def test_without_gpus_cpu_worker_processes_on_loopback(monkeypatch, made):
+    gpus(monkeypatch, 0)
+    cluster._local_cluster(3, 1)
+    ((kind, kwargs),) = made()
+    assert kind == "LocalCluster"
+    assert kwargs["n_workers"] == 3 and kwargs["processes"] is True
+    assert kwargs["host"] == "127.0.0.1"
+
+
+def test_gpus_without_dask_cuda_warn_and_hide_the_devices(monkeypatch, made):
+    gpus(monkeypatch, 2)
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)  # find_spec -> ValueError or None
+    monkeypatch.setattr(cluster.importlib.util, "find_spec", lambda name: None)
+    with pytest.warns(UserWarning, match=r"dask-cuda is not installed \(pip install") as seen:
+        cluster._local_cluster(2, 1)
+    assert seen[0].filename == __file__  # the warning points at the caller, not at us
+    ((kind, kwargs),) = made()
+    assert kind == "LocalCluster"
+    assert kwargs["env"] == {"CUDA_VISIBLE_DEVICES": ""}  # CPU workers never touch the GPUs
+
+
+def test_an_empty_cuda_visible_devices_means_no_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert cluster._cuda_devices() == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"workers": 0}, "`workers` is 0, but must be >= 1"),
+        ({"threads_per_worker": 0}, "`threads_per_worker` is 0, but must be >= 1"),
+        ({"address": "tcp://127.0.0.1:1", "client": object()}, "only one may be"),
+    ],
+)
+def test_bad_cluster_arguments_are_one_line_errors(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        cluster.start_cluster(**kwargs)
