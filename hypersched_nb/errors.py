@@ -5,10 +5,10 @@ from __future__ import annotations
 import warnings
 
 __all__ = [
-    "HyperschedError",
     "ConfigError",
-    "TraceFormatError",
+    "HyperschedError",
     "InvalidTransition",
+    "TraceFormatError",
     "TrialError",
     "warn",
 ]

@@ -13,38 +13,20 @@ from hypersched_nb.errors import ConfigError
 from hypersched_nb.runtime import cluster
 
 
-class Recorder:
-    """Stands in for a cluster class: remembers how it was built."""
-
-    built: list = []
-
-    def __init__(self, **kwargs):
-        self.kwargs = kwargs
-        type(self).built.append(self)
-
-
 @pytest.fixture
 def made(monkeypatch):
-    """The clusters built during a test, as (class name, keyword arguments)."""
+    """The clusters built during a test, as [(class name, keyword arguments)]."""
+    built = []
 
-    class FakeCUDA(Recorder):
-        built = []
-
-    class FakeLocal(Recorder):
-        built = []
+    def recorder(kind):
+        return lambda **kwargs: built.append((kind, kwargs))
 
     fake = types.ModuleType("dask_cuda")
     fake.__spec__ = importlib.machinery.ModuleSpec("dask_cuda", None)
-    fake.LocalCUDACluster = FakeCUDA
+    fake.LocalCUDACluster = recorder("LocalCUDACluster")
     monkeypatch.setitem(sys.modules, "dask_cuda", fake)
-    monkeypatch.setattr(distributed, "LocalCluster", FakeLocal)
-
-    def clusters():
-        return [("LocalCUDACluster", c.kwargs) for c in FakeCUDA.built] + [
-            ("LocalCluster", c.kwargs) for c in FakeLocal.built
-        ]
-
-    return clusters
+    monkeypatch.setattr(distributed, "LocalCluster", recorder("LocalCluster"))
+    return lambda: built
 
 
 def gpus(monkeypatch, n: int) -> None:
