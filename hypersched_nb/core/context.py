@@ -14,9 +14,11 @@ __all__ = ["PolicyContext"]
 class PolicyContext(NamedTuple):
     """Everything a policy may know about the world at one decision.
 
-    An immutable named tuple (not a frozen dataclass): the driver builds one per decision
-    and a tuple is built several times faster, which the simulator's speed target needs.
-    Use ``ctx._replace(deadline=...)`` to derive a changed copy in tests.
+    An immutable named tuple (not a frozen dataclass): the driver builds one per moment
+    (several hooks called at the same time with nothing changed between them share it) and
+    a tuple is built several times faster, which the simulator's speed target needs. Being
+    a value, a context can be kept and compared; never rely on its identity. Use
+    ``ctx._replace(deadline=...)`` to derive a changed copy in tests.
 
     ``deadline`` is read from the driver for every call, so a deadline moved while a search
     runs is seen at the next decision. ``trials`` maps every trial id to its record;
@@ -59,7 +61,7 @@ class PolicyContext(NamedTuple):
         workers: int = 1,
         trials: Mapping[int, Trial] | None = None,
         **kw,
-    ) -> "PolicyContext":
+    ) -> PolicyContext:
         """A context built from a plain trial mapping (used by tests and doctests)."""
         from hypersched_nb.core.trial import TrialState
 

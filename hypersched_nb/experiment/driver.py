@@ -33,11 +33,14 @@ from hypersched_nb.core.policies import Policy
 from hypersched_nb.core.scaling import NONE, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialState, transition
 
-__all__ = ["Runtime", "Driver", "Outcome"]
+__all__ = ["Driver", "Outcome", "Runtime"]
 
 _RUN, _PEND, _PAUSE = TrialState.RUNNING, TrialState.PENDING, TrialState.PAUSED
 _CONTINUE = Decision.CONTINUE
 _isfinite = math.isfinite
+# PolicyContext is a named tuple made at every turn of the loop: built as the tuple it is,
+# from all its fields in order, it skips the Python call of its generated constructor.
+_tuple_new = tuple.__new__
 
 
 class Runtime(Protocol):
@@ -112,25 +115,36 @@ class Driver:
         self._calls_retire = type(policy).retire is not base.retire
         self._calls_allocate = type(policy).allocate is not base.allocate
         self._calls_wakeup = type(policy).next_wakeup is not base.next_wakeup
+        self._calls_result = type(policy).on_trial_result is not base.on_trial_result
         self.outcome = Outcome(journal=[] if journal else None)
         self._journal = journal
         self._stop_requested = False
+        self._continue: dict[int, Continue] = {}  # trial -> its Continue (a value: reused)
+        # the context handed to the policy, reused while nothing it holds by value changed:
+        # _ctx() rebuilds it when the clock or the deadline moved; every change of workers
+        # held, cluster size, offers left or billing sets it to None (see _changed)
+        self._ctx_now: PolicyContext | None = None
 
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> Outcome:
+        clock, advance, on_result = self.clock, self.runtime.advance, self._on_result
         while not self._stop_requested:
-            now = self.clock.now()
+            now = clock.now()
             if now >= self.deadline:
                 break
-            self._schedule()
+            self._schedule(now)
             if not self.running and not self._can_start_more():
                 break
             wake = self.policy.next_wakeup(self._ctx()) if self._calls_wakeup else None
             until = self.deadline if wake is None else min(self.deadline, max(wake, now))
             deadline = self.deadline
-            for event in self.runtime.advance(until):
-                if event.time <= deadline:  # a wall-clock runtime may report a little late
+            for event in advance(until):
+                if event.time > deadline:  # a wall-clock runtime may report a little late
+                    continue
+                if type(event) is Result:  # the hot path: one call fewer
+                    on_result(event)
+                else:
                     self._handle(event)
         self._finish()
         return self.outcome
@@ -155,6 +169,7 @@ class Driver:
         elif type(event) is WorkersChanged:
             self._bill(event.time)
             self.capacity = event.workers
+            self._changed()
             for tid in event.lost:
                 trial = self.trials[tid]
                 if trial.state is _RUN:
@@ -192,16 +207,20 @@ class Driver:
             self.policy.on_trial_complete(trial, self._ctx())
             self._trial_over(trial)
             return
-        self.policy.why = ""
-        decision = self.policy.on_trial_result(trial, r, self._ctx())
+        policy = self.policy
+        policy.why = ""
+        decision = _CONTINUE
+        if self._calls_result:
+            decision = policy.on_trial_result(trial, r, self._ctx())
         if decision is _CONTINUE:
             want = self.targets.get(tid, workers)
             if want == trial.workers or want <= 0:
-                self.runtime.execute(Continue(tid))
+                self.runtime.execute(self._continue[tid])
                 return
             if self._journal:
                 self._log(now, tid, "Resize", self.policy.why or f"{trial.workers} -> {want} workers")
             self._held += want - max(trial.workers, want)
+            self._changed()
             trial.workers = want
             trial.results_since_start = 0
             trial.last_start_at = now
@@ -216,20 +235,15 @@ class Driver:
 
     # ------------------------------------------------------------------ scheduling
 
-    def _schedule(self) -> None:
+    def _schedule(self, now: float) -> None:
+        """One turn's decisions (retire, start, allocate), stamped with the turn's time
+        ``now``, which is before the deadline: a wall clock may tick on while they run."""
         policy = self.policy
         if self._elastic:
-            self._scale_cluster()
-        for tid in list(policy.retire(self._ctx()) if self._calls_retire else ()):
-            trial = self.trials[tid]
-            if trial.state in (_PEND, _PAUSE):
-                self.pending.pop(tid, None)
-                self.paused.pop(tid, None)
-                transition(trial, "Stop")
-                trial.stopped_at, trial.reason = self.clock.now(), policy.why or "retired"
-                self._log(trial.stopped_at, tid, "Stop", trial.reason)
-                self._trial_over(trial)
-        while self._free() > 0:
+            self._scale_cluster(now)
+        if self._calls_retire:
+            self._retire(now)
+        while self.capacity > self._held:  # a worker is free
             trial = policy.choose_trial_to_run(self._ctx())
             if trial is None:
                 had_offers = self._offers_left  # if they just ran out, the policy may now choose
@@ -238,11 +252,23 @@ class Driver:
                 trial = policy.choose_trial_to_run(self._ctx())
                 if trial is None:
                     break
-            self._start(trial)
+            self._start(trial, now)
         if self._calls_allocate:
             targets = policy.allocate(self._ctx())
             if targets is not None:
                 self._set_targets(targets)
+
+    def _retire(self, now: float) -> None:
+        policy = self.policy
+        for tid in list(policy.retire(self._ctx())):
+            trial = self.trials[tid]
+            if trial.state in (_PEND, _PAUSE):
+                self.pending.pop(tid, None)
+                self.paused.pop(tid, None)
+                transition(trial, "Stop")
+                trial.stopped_at, trial.reason = now, policy.why or "retired"
+                self._log(trial.stopped_at, tid, "Stop", trial.reason)
+                self._trial_over(trial)
 
     def _set_targets(self, targets) -> None:
         """Keep every requested shrink; grant grows in the policy's order while workers last."""
@@ -259,23 +285,25 @@ class Driver:
                 spare -= grant - trial.workers
                 self.targets[tid] = grant
         self._held = sum(max(t.workers, self.targets.get(i, 0)) for i, t in self.running.items())
+        self._changed()
 
-    def _scale_cluster(self) -> None:
+    def _scale_cluster(self, now: float) -> None:
         want = self.policy.cluster_size(self._ctx())
         if want is None:
             return
         held = self.capacity - self._free()
         want = min(self.max_workers, max(int(want), held))
         if want != self.capacity:
-            now = self.clock.now()
             self._bill(now)
             self._log(now, None, "ScaleCluster", f"{self.capacity} -> {want} workers")
             self.runtime.execute(ScaleCluster(want))
             self.capacity = want
+            self._changed()
 
     def _bill(self, until: float) -> None:
         self._billed += self.capacity * max(0.0, until - self._billed_at)
         self._billed_at = max(self._billed_at, until)
+        self._changed()
 
     def _free(self) -> int:
         return self.capacity - self._held
@@ -286,6 +314,7 @@ class Driver:
         config = next(self._offers, None)
         if config is None:
             self._offers_left = False
+            self._changed()
             return False
         tid = len(self.trials)
         trial = Trial(tid, config, added_at=self.clock.now())
@@ -298,8 +327,7 @@ class Driver:
             return True
         return self.policy.choose_trial_to_run(self._ctx()) is not None
 
-    def _start(self, trial: Trial) -> None:
-        now = self.clock.now()
+    def _start(self, trial: Trial, now: float) -> None:
         restore = trial.state is _PAUSE
         self.pending.pop(trial.trial_id, None)
         self.paused.pop(trial.trial_id, None)
@@ -307,6 +335,8 @@ class Driver:
         self.running[trial.trial_id] = trial
         trial.workers, trial.results_since_start, trial.last_start_at = 1, 0, now
         self._held += 1
+        self._changed()
+        self._continue.setdefault(trial.trial_id, Continue(trial.trial_id))
         trial.starts += 1
         if trial.started_at is None:
             trial.started_at = now
@@ -319,6 +349,7 @@ class Driver:
     def _leave_running(self, trial: Trial, move: str, now: float, why: str) -> None:
         del self.running[trial.trial_id]
         self._held -= max(trial.workers, self.targets.pop(trial.trial_id, 0))
+        self._changed()
         transition(trial, move)
         trial.workers = 0
         trial.reason = why
@@ -347,12 +378,18 @@ class Driver:
     # ------------------------------------------------------------------ helpers
 
     def _ctx(self) -> PolicyContext:
+        """The policy's view of this moment: the one built last while the clock and the
+        deadline (which may be set from outside) stand where they stood and nothing else
+        it holds by value has changed since (:meth:`_changed`); its mappings are live."""
         now = self.clock.now()
-        return PolicyContext(
+        ctx = self._ctx_now
+        if ctx is not None and ctx.now == now and ctx.deadline == self.deadline:
+            return ctx
+        ctx = self._ctx_now = _tuple_new(PolicyContext, (  # see _tuple_new
             now,
             self.deadline,
             self.capacity,
-            self._free(),
+            self.capacity - self._held,  # free
             self.trials,
             self.pending,
             self.running,
@@ -364,7 +401,13 @@ class Driver:
             self.max_workers,
             self.cost_budget,
             self._billed + self.capacity * (now - self._billed_at),
-        )
+        ))
+        return ctx
+
+    def _changed(self) -> None:
+        """Workers held, cluster size, offers left or billing changed: the next :meth:`_ctx`
+        builds a new context."""
+        self._ctx_now = None
 
     def _log(self, now: float, tid: int | None, action: str, why: str) -> None:
         if self._journal:

@@ -32,6 +32,10 @@ from hypersched_nb.sim.trace import TRACE_KEY, Trace
 
 __all__ = ["SimRuntime", "offers"]
 
+# A Result is made per simulated epoch: built as the named tuple it is, from all its fields
+# in order (``info`` last), it skips the Python call of its generated constructor.
+_tuple_new = tuple.__new__
+
 
 def offers(trace: Trace, configs: int, seed: int) -> list[dict]:
     """The configurations seed ``seed`` offers, in order (the same for every policy)."""
@@ -40,11 +44,28 @@ def offers(trace: Trace, configs: int, seed: int) -> list[dict]:
     return [trace.config(int(t)) for t in order]
 
 
-class _Running:
-    __slots__ = ("curve", "workers", "token")
+class _Replay:
+    """One trial's curve (as Python lists: they index ~10x faster than numpy arrays one
+    element at a time) and how many epochs it has trained, kept while it is paused."""
 
-    def __init__(self, curve: int, workers: int, token: int):
-        self.curve, self.workers, self.token = curve, workers, token
+    __slots__ = ("metrics", "progress", "seconds")
+
+    def __init__(self, metrics: list[float], seconds: list[float]):
+        self.metrics, self.seconds, self.progress = metrics, seconds, 0
+
+
+class _Running:
+    """A running trial's hold on ``workers`` workers; ``speed`` = s(workers).
+
+    A new one is made at every start, resume and resize, and the epoch in flight carries
+    the one it was scheduled under: an epoch whose hold is no longer the trial's current
+    one (since paused, stopped or resized) is dropped when its time comes.
+    """
+
+    __slots__ = ("replay", "speed", "workers")
+
+    def __init__(self, replay: _Replay, workers: int, speed: float):
+        self.replay, self.workers, self.speed = replay, workers, speed
 
 
 class SimRuntime:
@@ -65,15 +86,12 @@ class SimRuntime:
         self.scaling = trace.scaling if scaling is None else scaling
         self.startup = trace.startup_seconds if startup is None else float(startup)
         self.max_epochs = max_epochs or trace.longest
-        self._progress: dict[int, int] = {}  # trial -> epochs trained (kept while paused)
-        self._curve: dict[int, int] = {}  # trial -> trace curve id
+        self._replays: dict[int, _Replay] = {}  # trial -> its curve and progress
         self._running: dict[int, _Running] = {}
         self._held = 0
-        self._heap: list[tuple[float, int, int, int, float]] = []  # (time, seq, trial, token, startup)
+        # epochs in flight: (end time, seq, trial, hold, seconds, start-up); seq orders ties
+        self._heap: list[tuple[float, int, int, _Running, float, float]] = []
         self._seq = 0
-        # Python lists index ~10x faster than numpy arrays element by element
-        self._metrics = {c: m.tolist() for c, m in trace.metrics.items()}
-        self._seconds = {c: x.tolist() for c, x in trace.seconds.items()}
 
     # --------------------------------------------------------------- Runtime protocol
 
@@ -82,21 +100,24 @@ class SimRuntime:
 
     def execute(self, ins: Instruction) -> None:
         kind = type(ins)
+        if kind is Continue:  # the common case first
+            return self._schedule(ins.trial_id, self._running[ins.trial_id], 0.0)
         if kind is ScaleCluster:
             return self._scale(ins.workers)
         tid = ins.trial_id
-        if kind is Continue:  # the common case first
-            self._schedule(tid, 0.0)
-        elif kind is Start:
-            self._curve.setdefault(tid, int(ins.config[TRACE_KEY]))
+        if kind is Start:
+            replay = self._replays.get(tid)
+            if replay is None:
+                curve = int(ins.config[TRACE_KEY])
+                replay = self._replays[tid] = _Replay(
+                    self.trace.metrics[curve].tolist(), self.trace.seconds[curve].tolist()
+                )
             if not ins.restore:
-                self._progress[tid] = 0
-            self._hold(tid, ins.workers)
-            self._schedule(tid, self.startup)
+                replay.progress = 0
+            self._schedule(tid, self._hold(tid, replay, ins.workers), self.startup)
         elif kind is Resize:
             self._release(tid)
-            self._hold(tid, ins.workers)
-            self._schedule(tid, self.startup)
+            self._schedule(tid, self._hold(tid, self._replays[tid], ins.workers), self.startup)
         elif kind is Pause or kind is Stop:
             self._release(tid)
         else:  # pragma: no cover - the Instruction union is closed
@@ -105,51 +126,46 @@ class SimRuntime:
     def advance(self, until: float) -> list[Result]:
         heap, running = self._heap, self._running
         out: list[Result] = []
-        t = None
+        t = None  # the time of this batch, once its first live epoch is found
         while heap:
-            top = heap[0]
-            if t is None:
-                if top[0] > until:
-                    break
-            elif top[0] != t:
+            end = heap[0][0]
+            if end > until if t is None else end != t:
                 break
-            heapq.heappop(heap)
-            run = running.get(top[2])
-            if run is None or run.token != top[3]:
+            end, _, tid, run, secs, startup = heapq.heappop(heap)
+            if running.get(tid) is not run:
                 continue  # the epoch of a trial since paused, stopped or resized
-            t = top[0]
-            out.append(self._finish_epoch(top[2], run, t, top[4]))
+            t = end
+            replay = run.replay
+            epoch = replay.progress + 1
+            replay.progress = epoch
+            metrics, workers = replay.metrics, run.workers
+            done = epoch >= len(metrics)
+            fields = (tid, epoch, metrics[epoch - 1], t, secs, workers, startup, done, None)
+            out.append(_tuple_new(Result, fields))
         self.clock.sleep_until(t if t is not None else max(until, self.clock.now()))
         return out
 
     # --------------------------------------------------------------- internals
 
-    def _hold(self, tid: int, workers: int) -> None:
+    def _hold(self, tid: int, replay: _Replay, workers: int) -> _Running:
         if self._held + workers > self._workers:
             raise InvalidTransition(
                 f"trial {tid}: can't hold {workers} workers, {self._workers - self._held} free"
             )
         self._held += workers
-        self._seq += 1
-        self._running[tid] = _Running(self._curve[tid], workers, self._seq)
+        run = self._running[tid] = _Running(replay, workers, self.scaling(workers))
+        return run
 
     def _release(self, tid: int) -> None:
         run = self._running.pop(tid, None)
         if run is not None:
             self._held -= run.workers
 
-    def _schedule(self, tid: int, startup: float) -> None:
-        run = self._running[tid]
-        secs = self._seconds[run.curve][self._progress[tid]] / self.scaling(run.workers)
+    def _schedule(self, tid: int, run: _Running, startup: float) -> None:
+        """Put the trial's next epoch in flight: it ends after ``startup`` + its seconds / s(k)."""
+        secs = run.replay.seconds[run.replay.progress] / run.speed
         self._seq += 1
-        heapq.heappush(self._heap, (self.clock.now() + startup + secs, self._seq, tid, run.token, startup))
-
-    def _finish_epoch(self, tid: int, run: _Running, t: float, startup: float) -> Result:
-        epoch = self._progress[tid]
-        metrics = self._metrics[run.curve]
-        secs = self._seconds[run.curve][epoch] / self.scaling(run.workers)
-        self._progress[tid] = epoch + 1
-        return Result(tid, epoch + 1, metrics[epoch], t, secs, run.workers, startup, epoch + 1 >= len(metrics))
+        heapq.heappush(self._heap, (self.clock.now() + startup + secs, self._seq, tid, run, secs, startup))
 
     def _scale(self, workers: int) -> None:
         if not self._held <= workers <= self.max_workers:

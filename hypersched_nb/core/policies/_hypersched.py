@@ -139,8 +139,10 @@ class HyperSched(Policy):
         self._depth: float | None = None  # rule 3's ratio as last estimated
         self._stale = False  # re-estimate it now rather than at the next 8th result
         self._results = 0
-        self._admission: tuple = ((), (True, math.inf, 0.0))  # (key, verdict) of the last call
+        self._surely_open: tuple | None = None  # _open's caches (see there)
+        self._verdict: tuple = (None, True)
         self._provisional: dict[int, set[int]] = {}  # trial -> rungs it passed with few peers
+        self._passed: dict[int, int] = {}  # trial -> how many rungs (the lowest) hold its value
         self._waiting = PausedQueue()  # trials this policy paused (rung -1: for a leader)
         self._first, self._later = RunningMedian(), RunningMedian()  # one-worker epoch seconds
 
@@ -153,26 +155,31 @@ class HyperSched(Policy):
         score = result.metric if ctx.mode == "max" else -result.metric
         if result.workers == 1:
             (self._first if epoch == 1 else self._later).add(result.seconds)
-        judge, had = None, False  # (rung index, cutoff before this trial's value)
-        for i, rung in enumerate(self.rungs):
-            has = tid in rung.recorded
-            if epoch >= rung.milestone and not has:
-                cutoff = rung.cutoff()
-                rung.record(tid, score)
-                if had and self.trust.pair(self.rungs[i - 1], rung, i - 1):  # two reports
-                    self._stale = True
-                if self.trust.trusted[i]:
-                    judge = (i, cutoff)
-            had = has
+        judge = None  # (rung index, cutoff before this trial's value)
+        rungs, passed = self.rungs, self._passed.get(tid, 0)  # rungs[:passed] have its value
+        i = passed
+        while i < len(rungs) and epoch >= rungs[i].milestone:  # a rung it reaches now
+            cutoff = rungs[i].cutoff()
+            rungs[i].record(tid, score)
+            if i == passed > 0 and self.trust.pair(rungs[i - 1], rungs[i], i - 1):  # two reports
+                self._stale = True
+            if self.trust.trusted[i]:
+                judge = (i, cutoff)
+            i += 1
+            self._passed[tid] = i
         i = self.trust.first()
         self._gains[i].note(tid, self.rungs[i], epoch, score, self.eta)
-        below = self._below(tid, judge, score)  # (rung index, value, cutoff) or None
+        below = None  # (rung index, value, cutoff) of rule 1's verdict, if below
+        if judge is not None or tid in self._provisional:
+            below = self._below(tid, judge, score)
         if below is None and judge is not None:
             self._pass(tid, judge[0])
         if self._stale or self._results % 8 == 0:  # at fixed points: watching changes nothing
             self._depth, self._stale = self.depth(), False
+            if self._surely_open is not None and self._surely_open[2] != self._need():
+                self._surely_open = None  # rule 4's bar moved: regime or first judged rung
         if below is not None and (
-            self.admission(ctx)[0] or self._taker(trial, ctx, ctx.running.values())
+            self._open(ctx) or self._taker(trial, ctx, ctx.running.values())
         ):
             i, value, cutoff = below
             self.why = f"rung {self.rungs[i].milestone:g}: {value:.4g} below cutoff {cutoff:.4g}"
@@ -180,7 +187,7 @@ class HyperSched(Policy):
                 return Decision.STOP
             self._waiting.add(tid, i, value)
             return Decision.PAUSE
-        if self.focus and len(ctx.running) > 1 and self._outclassed(trial, ctx):
+        if self.focus and self.regime() == "depth" and self._outclassed(trial, ctx):
             self.why = "exploiting: its worker goes to a leader that can use it"
             self._waiting.add(tid, -1, trial.best_score)
             return Decision.PAUSE
@@ -189,7 +196,8 @@ class HyperSched(Policy):
     def _below(self, tid: int, judge: tuple | None, score: float) -> tuple | None:
         """Rule 1: the rung whose cutoff the trial is below, if any. A pass made with no
         more than ``confirm_peers`` peers is checked once more when the rung has more."""
-        for i in sorted(self._provisional.get(tid, ())):
+        provisional = self._provisional.get(tid)
+        for i in sorted(provisional) if provisional else ():
             rung = self.rungs[i]
             if len(rung.recorded) > self.confirm_peers + 1:
                 self._provisional[tid].discard(i)
@@ -207,9 +215,9 @@ class HyperSched(Policy):
 
     def _outclassed(self, trial: Trial, ctx: PolicyContext) -> bool:
         """Rule 5, depth regime: outside the running top 1/η by best score, with a taker."""
-        if trial.trial_id not in ctx.running or self.regime() != "depth":
+        if len(ctx.running) < 2 or trial.trial_id not in ctx.running or self.regime() != "depth":
             return False
-        if self.admission(ctx)[0]:
+        if self._open(ctx):
             return False
         ranked = sorted(ctx.running.values(), key=lambda t: (-t.best_score, t.trial_id))
         leaders = ranked[: math.ceil(len(ranked) / self.eta)]
@@ -249,15 +257,7 @@ class HyperSched(Policy):
 
     def admission(self, ctx: PolicyContext) -> tuple[bool, float, float]:
         """Rule 4: (open, epochs a trial started now would reach, epochs it needs)."""
-        key = (ctx.now, ctx.deadline, ctx.workers, len(ctx.startups), ctx.scaling, self._results)
-        key += (self._depth,)
-        if self._admission[0] != key:
-            self._admission = (key, self._admit(ctx))
-        return self._admission[1]
-
-    def _admit(self, ctx: PolicyContext) -> tuple[bool, float, float]:
-        m = self.rungs[self.first_judged()].milestone
-        need = min(self.max_epochs, m * (self.eta if self.regime() == "depth" else self.breadth_reach))
+        need = self._need()
         first = self._first.value() or self._later.value()
         if first is None:
             return True, math.inf, need
@@ -267,8 +267,57 @@ class HyperSched(Policy):
             return True, reach, need  # exploiting could not use the workers: keep exploring
         return reach >= need, reach, need
 
+    def _need(self) -> float:
+        """Rule 4: the epochs a new trial must be able to reach."""
+        m = self.rungs[self.first_judged()].milestone
+        return min(self.max_epochs, m * (self.eta if self.regime() == "depth" else self.breadth_reach))
+
+    def _open(self, ctx: PolicyContext) -> bool:
+        """``admission(ctx)[0]``, which every result asks, mostly without the medians.
+
+        Rule 4's verdict only worsens for a trial that starts later or whose epochs take
+        longer, and no median exceeds the slowest one-worker epoch seen. So while even a
+        trial whose every epoch took that long would reach the epochs it needs, admission
+        is open whatever the medians are (they are not even worked out). Two caches:
+
+        - ``_surely_open`` = (key, until, need): that bound holds up to time ``until`` for
+          key = (deadline, start-ups seen, slowest first epoch, slowest later epoch). The
+          rest it reads is ``need``, which changes only in on_trial_result: it drops the
+          cache when it re-estimates the regime and finds ``need`` changed. A change to
+          rule 4 must keep this list whole.
+        - ``_verdict``: else the exact verdict, for one moment (key: time, deadline,
+          workers, start-ups seen, scaling and the number of results seen).
+        """
+        key = (ctx.deadline, len(ctx.startups), self._first.largest, self._later.largest)
+        known = self._surely_open
+        if known is None or known[0] != key or ctx.now > known[1]:
+            need = self._need()
+            until = self._open_until(ctx, need)
+            known = self._surely_open = None if until is None else (key, until, need)
+        if known is not None:
+            return True
+        key = (ctx.now, ctx.deadline, ctx.workers, len(ctx.startups), ctx.scaling, self._results)
+        if self._verdict[0] != key:
+            self._verdict = (key, self.admission(ctx)[0])
+        return self._verdict[1]
+
+    def _open_until(self, ctx: PolicyContext, need: float) -> float | None:
+        """Until when a trial started on one worker, whose every epoch took as long as the
+        slowest seen, would still reach ``need`` epochs (None: not even now). Checked now
+        and half-way to where it would fail, it holds at every time between."""
+        slowest = max(self._first.largest or 0.0, self._later.largest or 0.0)
+        now, startup = ctx.now, self.startup(ctx.startups)
+        reach = epochs_reachable(ctx.time_left, startup, slowest, slowest)
+        if reach < need:
+            return None
+        until = now + (reach - need) * slowest / 2  # an epoch of slack lasts `slowest` seconds
+        then = max(0.0, ctx.deadline - until)  # the time left at `until`
+        if until > now and epochs_reachable(then, startup, slowest, slowest) >= need:
+            return until
+        return now  # not finite or not confirmed: for now only
+
     def choose_trial_to_run(self, ctx: PolicyContext) -> Trial | None:
-        if not self.admission(ctx)[0]:
+        if not self._open(ctx):
             return None
         waiting = self._waiting
         for i in waiting.rungs() if self.promote else ():  # highest rung first
@@ -288,7 +337,7 @@ class HyperSched(Policy):
     # ------------------------------------------------------------------ reallocation
 
     def allocate(self, ctx: PolicyContext) -> Mapping[int, int] | None:
-        if not ctx.running or self.admission(ctx)[0]:
+        if not ctx.running or self._open(ctx):
             return None
         order = sorted(ctx.running.values(), key=lambda t: (-t.best_score, t.trial_id))
         return reallocate(

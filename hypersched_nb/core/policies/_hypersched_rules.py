@@ -73,7 +73,7 @@ class Rung:
     """One rung: the value each trial had when it first reached ``milestone``, also kept
     in order so that its cutoff costs one insertion per new value."""
 
-    __slots__ = ("_ordered", "milestone", "min_count", "quantile", "recorded")
+    __slots__ = ("_ordered", "_spread", "milestone", "min_count", "quantile", "recorded")
 
     def __init__(self, milestone: float, eta: float, min_count: int = 2):
         self.milestone = milestone
@@ -81,6 +81,7 @@ class Rung:
         self.min_count = min_count
         self.recorded: dict[int, float] = {}
         self._ordered: list[float] = []
+        self._spread: tuple[int, float | None] = (-1, None)  # (values, spread() with them)
 
     def cutoff(self) -> float | None:
         """Percentile (1 − 1/η) of the recorded values; None below ``min_count`` values."""
@@ -90,9 +91,13 @@ class Rung:
 
     def spread(self) -> float | None:
         """How much better the top 1/η is than the median: cutoff − median."""
-        if len(self._ordered) < max(2, self.min_count):
-            return None
-        return _quantile(self._ordered, self.quantile) - _quantile(self._ordered, 50)
+        n = len(self._ordered)
+        if self._spread[0] != n:  # values only come: their number says whether it changed
+            spread = None
+            if n >= max(2, self.min_count):
+                spread = _quantile(self._ordered, self.quantile) - _quantile(self._ordered, 50)
+            self._spread = (n, spread)
+        return self._spread[1]
 
     def record(self, tid: int, score: float) -> float:
         """Keep ``score`` if ``tid`` has no value here yet; return the value kept."""
@@ -108,33 +113,44 @@ class Rung:
 
 
 class RunningMedian:
-    """Exact median of a growing sample in O(log n) per value (two heaps)."""
+    """Exact median of a growing sample in O(log n) per value (two heaps). Values are
+    only collected as they come and go into the heaps when the median is next read, so
+    a sample that is rarely read costs one append per value. ``largest`` is the largest
+    value so far (None while empty)."""
 
-    __slots__ = ("_hi", "_lo")
+    __slots__ = ("_hi", "_lo", "_new", "largest")
 
     def __init__(self) -> None:
         self._lo: list[float] = []  # max-heap (negated) of the lower half
         self._hi: list[float] = []  # min-heap of the upper half
+        self._new: list[float] = []  # values not yet in the heaps
+        self.largest: float | None = None
 
     def add(self, x: float) -> None:
-        if self._lo and x > -self._lo[0]:
-            heapq.heappush(self._hi, x)
-        else:
-            heapq.heappush(self._lo, -x)
-        if len(self._lo) > len(self._hi) + 1:
-            heapq.heappush(self._hi, -heapq.heappop(self._lo))
-        elif len(self._hi) > len(self._lo):
-            heapq.heappush(self._lo, -heapq.heappop(self._hi))
+        self._new.append(x)
+        if self.largest is None or x > self.largest:
+            self.largest = x
 
     def __len__(self) -> int:
-        return len(self._lo) + len(self._hi)
+        return len(self._lo) + len(self._hi) + len(self._new)
 
     def value(self) -> float | None:
-        if not self._lo:
+        lo, hi = self._lo, self._hi
+        for x in self._new:
+            if lo and x > -lo[0]:
+                heapq.heappush(hi, x)
+            else:
+                heapq.heappush(lo, -x)
+            if len(lo) > len(hi) + 1:
+                heapq.heappush(hi, -heapq.heappop(lo))
+            elif len(hi) > len(lo):
+                heapq.heappush(lo, -heapq.heappop(hi))
+        self._new.clear()
+        if not lo:
             return None
-        if len(self._lo) > len(self._hi):
-            return -self._lo[0]
-        return (-self._lo[0] + self._hi[0]) / 2
+        if len(lo) > len(hi):
+            return -lo[0]
+        return (-lo[0] + hi[0]) / 2
 
 
 def startup_estimate(startups: Sequence[float], percentile: float) -> float:
@@ -351,18 +367,19 @@ class Probation:
     on probation until, at ``pairs``·2^j trials seen at both a rung and the next, the AUC of
     :func:`keep_agreement` exceeds ``floor`` by ``z`` standard errors."""
 
-    __slots__ = ("agreement", "eta", "floor", "pairs", "seen", "trusted", "z")
+    __slots__ = ("_first", "agreement", "eta", "floor", "pairs", "seen", "trusted", "z")
 
     def __init__(self, rungs: int, count: int, pairs: int, z: float, floor: float, eta: float):
         first = min(count, rungs - 1)  # the top rung is never on probation
         self.trusted = [i >= first for i in range(rungs)]
+        self._first = first  # trusted.index(True), kept: ``trusted`` changes only in pair()
         self.agreement: dict[int, tuple[float, int]] = {}  # rung -> (AUC, pairs) last tested
         self.seen = [0] * rungs  # trials recorded at rung i and then at rung i + 1
         self.pairs, self.z, self.floor, self.eta = pairs, z, floor, eta
 
     def first(self) -> int:
         """Index of the lowest trusted rung."""
-        return self.trusted.index(True)
+        return self._first
 
     def pair(self, low: Rung, high: Rung, i: int) -> bool:
         """One more trial reached rung i + 1 after rung i; True when rung i became trusted."""
@@ -375,31 +392,48 @@ class Probation:
         auc, kept, paused = keep_agreement(a, [high.recorded[t] for t in both], self.eta)
         self.agreement[i] = (auc, len(both))
         self.trusted[i] = trusted(auc, kept, paused, self.z, self.floor)
+        self._first = self.trusted.index(True)
         return self.trusted[i]
 
 
 class GainWindow:
-    """The latest ``size`` trials a rung let through and their projected gains (rule 3)."""
+    """The latest ``size`` trials a rung let through and their projected gains (rule 3),
+    the gains also kept in order so that their median costs no sort."""
 
-    __slots__ = ("gains", "size")
+    __slots__ = ("_ordered", "gains", "size")
 
     def __init__(self, size: int):
         self.size, self.gains = size, {}
+        self._ordered: list[float] = []  # the gains that are not None, ascending
 
     def add(self, tid: int) -> None:
-        self.gains[tid] = None  # no gain until it trains past the rung
+        self._set(tid, None)  # no gain until it trains past the rung
         if len(self.gains) > self.size:
-            del self.gains[next(iter(self.gains))]
+            oldest = next(iter(self.gains))
+            self._set(oldest, None)
+            del self.gains[oldest]
 
     def note(self, tid: int, rung: Rung, epoch: int, score: float, eta: float) -> None:
         """Its gain per epoch since ``rung``, projected over the (η − 1)·m epochs to the next."""
         m = rung.milestone
         if tid in self.gains and epoch > m:
-            self.gains[tid] = (score - rung.recorded[tid]) / (epoch - m) * (eta - 1) * m
+            self._set(tid, (score - rung.recorded[tid]) / (epoch - m) * (eta - 1) * m)
+
+    def _set(self, tid: int, gain: float | None) -> None:
+        old = self.gains.get(tid)
+        if old is not None:
+            i = bisect.bisect_left(self._ordered, old)
+            if i < len(self._ordered) and self._ordered[i] == old:
+                del self._ordered[i]
+            else:  # a NaN gain, which has no place in the order
+                self._ordered.remove(old)
+        if gain is not None:
+            bisect.insort(self._ordered, gain)
+        self.gains[tid] = gain
 
     def ratio(self, spread: float | None) -> float | None:
         """Median projected gain over ``spread`` (None with under two gains or no spread)."""
-        values = sorted(g for g in self.gains.values() if g is not None)
+        values = self._ordered
         if len(values) < 2 or not spread or spread <= 0:
             return None
         return _quantile(values, 50) / spread
