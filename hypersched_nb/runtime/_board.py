@@ -28,7 +28,8 @@ class TaskBoard:
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.tasks: dict[str, tuple[object, object, tuple]] = {}  # key -> (future, slot, tag)
         self.heard: set[str] = set()  # epoch tasks whose outcome came by event
-        self.topic = f"hypersched-{uuid.uuid4().hex[:12]}"
+        self.id = uuid.uuid4().hex[:12]  # in every key: boards sharing a client never collide
+        self.topic = f"hypersched-{self.id}"
         self._count = itertools.count(1)
         self._on_all = self._cluster_event  # kept: unsubscribe only a handler that is ours
         client.subscribe_topic("all", self._on_all)
@@ -37,7 +38,7 @@ class TaskBoard:
     # ------------------------------------------------------------------ tasks
 
     def submit(self, fn, *args, slot, tag: tuple, name: str):
-        key = f"{name}-{next(self._count)}"
+        key = f"{name}-{next(self._count)}-{self.id}"
         fut = self.client.submit(
             fn, *args, key=key, workers=[slot.addr], allow_other_workers=False, pure=False,
             resources={"GPU": 1} if slot.gpu else None,
