@@ -3,7 +3,8 @@
 The simulator and the Dask runtime implement the small :class:`Runtime` protocol; the
 driver feeds the policy events and carries out its answers, and nothing here knows which
 runtime it drives. The deadline is read on every turn of the loop, so a new one takes
-effect at the next decision.
+effect at the next decision, whether it is set on ``Driver.deadline`` (the notebook's
+slider) or comes from the runtime as a ``DeadlineChanged`` event.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import Decision
 from hypersched_nb.core.events import (
     Continue,
+    DeadlineChanged,
     Event,
     Instruction,
     Pause,
@@ -146,6 +148,7 @@ class Driver:
                     on_result(event)
                 else:
                     self._handle(event)
+                    deadline = self.deadline  # a DeadlineChanged moves it for the rest
         self._finish()
         return self.outcome
 
@@ -176,6 +179,9 @@ class Driver:
                     self._leave_running(trial, "WorkerLost", event.time, "its worker was lost")
                     self.paused[tid] = trial
             self._log(event.time, None, "WorkersChanged", f"{event.workers} workers")
+        elif type(event) is DeadlineChanged:
+            self.deadline = max(event.deadline, event.time)  # a past one means now
+            self._log(event.time, None, "DeadlineChanged", f"deadline moved to {self.deadline:g}")
 
     def _on_result(self, r: Result) -> None:
         tid, epoch, metric, now, seconds, workers, startup, done, _ = r  # hot path: unpack once

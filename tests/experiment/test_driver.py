@@ -18,7 +18,15 @@ import math
 import pytest
 
 from hypersched_nb.core.decisions import Decision
-from hypersched_nb.core.events import Pause, Resize, Result, Start, TrialFailed, WorkersChanged
+from hypersched_nb.core.events import (
+    DeadlineChanged,
+    Pause,
+    Resize,
+    Result,
+    Start,
+    TrialFailed,
+    WorkersChanged,
+)
 from hypersched_nb.core.policies import Policy, names
 from hypersched_nb.core.trial import TrialState
 from hypersched_nb.experiment.driver import Driver
@@ -313,6 +321,29 @@ def test_a_lost_worker_pauses_its_trial_which_then_resumes():
 
 
 # ------------------------------------------------------------------------------ the deadline
+
+
+def test_a_runtime_can_move_the_deadline_later_and_what_comes_before_the_new_one_counts():
+    policy = Scripted()
+    # the fake drive's deadline is 100: moved to 150 at t = 5, a result at 120 counts
+    batches = [[DeadlineChanged(5.0, 150.0)], [Result(0, 1, 0.7, 120.0, 120.0, 1)]]
+    driver, out, _rt = fake_drive(policy, batches)
+    assert driver.deadline == 150.0 and out.best == 0.7 and out.ended_at == 150.0
+    assert any(e["action"] == "DeadlineChanged" and e["time"] == 5.0 for e in out.journal)
+
+
+def test_a_runtime_can_move_the_deadline_earlier_and_what_comes_after_it_is_ignored():
+    policy = Scripted()
+    batches = [[DeadlineChanged(5.0, 50.0)], [Result(0, 1, 0.9, 60.0, 60.0, 1)]]
+    _driver, out, _rt = fake_drive(policy, batches)
+    # the search ends at the new deadline; the late result never reaches the policy
+    assert out.ended_at == 50.0 and math.isnan(out.best)
+    assert ("result", 0, 1) not in policy.calls
+
+
+def test_a_deadline_moved_into_the_past_ends_the_search_at_once():
+    _driver, out, _rt = fake_drive(Scripted(), [[DeadlineChanged(5.0, 1.0)]])
+    assert out.ended_at == 5.0
 
 
 def test_at_the_deadline_everything_stops_and_the_best_is_the_best_reported_by_then():
