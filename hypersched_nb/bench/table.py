@@ -28,7 +28,10 @@ def _mean_sd(values: list[float | None]) -> str:
 
 def _grid(title: str, header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([title, line(header), rule, *map(line, rows)])
 
