@@ -209,7 +209,7 @@ class Experiment:
             )
         try:
             runtime = DaskRuntime(
-                self.trainable, client=client, clock=clock, metric=self.metric,
+                self.trainable, client=client, clock=clock, metric=self.metric, mode=self.mode,
                 checkpoint_dir=self.checkpoint_dir, seed=self.seed,
             )  # fmt: skip
         except BaseException:
@@ -332,6 +332,39 @@ class Experiment:
         trial = self._driver.trials[out.best_trial]
         epoch = trial.scores.index(trial.best_score) + 1
         return Best(trial.trial_id, dict(trial.config), trial.metrics[epoch - 1], epoch)
+
+    def best_checkpoint(self) -> dict | None:
+        """Where the weights of :attr:`best` are (``url``, ``sha256``, ``epoch``,
+        ``trial_id``, ``metric``): its worker wrote them when that epoch became the search's
+        best, unless writing them then would have cost more than the checkpoint budget (a
+        large model's best soon after another): the best written before is given instead,
+        and its ``trial_id``, ``epoch`` and ``metric`` say so. None before the first result,
+        and for a runtime that keeps no weights (a replay of a trace)."""
+        best = self.best
+        runtime = self._observed.inner if self._observed is not None else None
+        find = getattr(runtime, "best_checkpoint", None)
+        if best is None or find is None:
+            return None
+        return find(at_most=best.metric)
+
+    def load_best(self):
+        """The trainable of :attr:`best_checkpoint` (normally :attr:`best`'s), set up in this
+        process on the CPU and loaded with those weights (checksum checked): ready to
+        evaluate or save."""
+        info = self.best_checkpoint()
+        if info is None:
+            raise HyperschedError(
+                "no weights to load: load_best() needs a live search that has reported a "
+                "result (start() it, or wait() until best is set)"
+            )
+        from hypersched_nb.runtime import TrainContext, load_checkpoint
+
+        tid = info["trial_id"]
+        trainable = self.trainable()
+        ctx = TrainContext(trial_id=tid, seed=self._observed.inner.trial_seed(tid))
+        trainable.setup(dict(self._driver.trials[tid].config), ctx)
+        trainable.load_state_dict(load_checkpoint(info["url"], info["sha256"]))
+        return trainable
 
     @property
     def events(self) -> list[dict]:

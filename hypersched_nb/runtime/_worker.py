@@ -19,10 +19,18 @@ default 2 %, a small model (a few KB, ~2 ms to write) is written after every epo
 than 0.1 s, and a 100 MiB state (~0.5 s) once per ~25 s of training: what a lost worker
 costs to train again is bounded by write time / overhead. A copy kept in the worker's
 memory would cost nothing, but dies with the worker it is meant to survive.
+
+Best rule (rank 0 only): an epoch whose metric beats the best whose weights the client kept
+when it sent the task also writes the weights apart
+(:func:`~hypersched_nb.runtime.checkpoint.best_url`), under the same budget as checkpoints
+(``overhead`` × the training seconds since the last such write), so that the search's best
+model can be loaded after it. Small states are written at every new best; a large one may
+skip a best that comes too soon after the last, and the best kept is then the one before.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 import time
@@ -30,6 +38,7 @@ import traceback
 from collections.abc import Mapping
 
 from hypersched_nb.runtime.checkpoint import (
+    best_url,
     checkpoint_url,
     load_checkpoint,
     prune_checkpoints,
@@ -45,6 +54,7 @@ class _Replica:
         "ctx",
         "epochs",
         "group",
+        "since_best",
         "since_write",
         "token",
         "trainable",
@@ -58,6 +68,7 @@ class _Replica:
         self.trial_id, self.token, self.trainable, self.ctx = trial_id, token, trainable, ctx
         self.epochs = epochs  # epochs this trial has trained, counting those before a restore
         self.since_write = 0.0  # training seconds since the last checkpoint
+        self.since_best = 0.0  # training seconds since the weights of a best were last written
         self.write_cost: float | None = None  # seconds the last checkpoint took
         self.group = group  # joined a torch.distributed process group
 
@@ -227,9 +238,13 @@ def _epoch(rep: _Replica, save_spec: dict | None) -> dict:
             )
         rep.epochs += 1
         rep.since_write += secs
-        ckpt, write = None, 0.0
-        if rep.ctx.rank == 0 and save_spec is not None and _due(rep, save_spec["overhead"]):
-            ckpt, write = _write(rep, save_spec)
+        rep.since_best += secs
+        ckpt, best, write = None, None, 0.0
+        if rep.ctx.rank == 0 and save_spec is not None:
+            if _due(rep, save_spec["overhead"]):
+                ckpt, write = _write(rep, save_spec)
+            best, extra = _keep_if_best(rep, metrics, save_spec)
+            write += extra
     except Exception:  # noqa: BLE001 - the user's step(): its traceback goes back to the driver
         _teardown(rep.trial_id, group=rep.group)
         return {"ok": False, "error": traceback.format_exc()}
@@ -240,11 +255,15 @@ def _epoch(rep: _Replica, save_spec: dict | None) -> dict:
         "step": secs,
         "write": write,
         "ckpt": ckpt,
+        "best": best,
     }
 
 
-def _due(rep: _Replica, overhead: float) -> bool:
-    return rep.write_cost is None or rep.write_cost <= overhead * rep.since_write
+def _due(rep: _Replica, overhead: float, since: float | None = None) -> bool:
+    """May a write be made, at ``overhead`` × the training seconds ``since`` the last one of
+    its kind (default: checkpoints)?"""
+    since = rep.since_write if since is None else since
+    return rep.write_cost is None or rep.write_cost <= overhead * since
 
 
 def _write(rep: _Replica, save_spec: dict) -> tuple[dict, float]:
@@ -254,6 +273,30 @@ def _write(rep: _Replica, save_spec: dict) -> tuple[dict, float]:
     keep = {url} if save_spec.get("keep") is None else {url, save_spec["keep"]}
     prune_checkpoints(save_spec["dir"], rep.trial_id, keep)
     rep.write_cost, rep.since_write = time.perf_counter() - t0, 0.0
+    return info, rep.write_cost
+
+
+def _keep_if_best(rep: _Replica, metrics: Mapping, save_spec: dict):
+    """Write the weights if this epoch's metric beats the best whose weights the search
+    kept, ``save_spec["best"]`` = {"metric", "sign" (+1: larger is better), "above" (sign ×
+    that best, or None)}, and the checkpoint budget allows it. Returns (checkpoint
+    information or None, seconds spent)."""
+    spec = save_spec.get("best")
+    if spec is None:
+        return None, 0.0
+    first = spec["above"] is None  # none kept yet: always written, so that there is one
+    if not first and not _due(rep, save_spec["overhead"], rep.since_best):
+        return None, 0.0
+    try:
+        score = spec["sign"] * float(metrics[spec["metric"]])
+    except (KeyError, TypeError, ValueError):
+        return None, 0.0  # reported as the trial's failure by the client
+    if not math.isfinite(score) or (not first and score <= spec["above"]):
+        return None, 0.0
+    t0 = time.perf_counter()
+    url = best_url(save_spec["dir"], rep.trial_id, rep.epochs)
+    info = save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs)
+    rep.write_cost, rep.since_best = time.perf_counter() - t0, 0.0
     return info, rep.write_cost
 
 

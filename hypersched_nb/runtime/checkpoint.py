@@ -1,7 +1,9 @@
 """Checkpoints: a torch state dict in one file under any fsspec URL, with its SHA-256.
 
 A checkpoint is written to ``<dir>/trial-<id>/epoch-<n>.pt`` through a temporary name and a
-move (atomic on a local disk), next to a ``.json`` sidecar holding its checksum and epoch.
+move (atomic on a local disk), next to a ``.json`` sidecar holding its checksum and epoch. The
+weights of the search's best results so far go to ``<dir>/best/trial-<id>-epoch-<n>.pt``,
+apart from the per-trial folders, whose old checkpoints are pruned.
 Loading reads the bytes once, checks them against the checksum the caller was told (or the
 sidecar's) and unpickles with ``weights_only=True``, so a checkpoint can hold tensors,
 numbers, strings and containers of them, never arbitrary objects.
@@ -17,9 +19,11 @@ from hypersched_nb.errors import HyperschedError
 
 __all__ = [
     "CheckpointError",
+    "best_url",
     "checkpoint_url",
     "load_checkpoint",
     "prune_checkpoints",
+    "remove_checkpoint",
     "save_checkpoint",
 ]
 
@@ -31,6 +35,12 @@ class CheckpointError(HyperschedError, OSError):
 def checkpoint_url(directory: str, trial_id: int, epoch: int) -> str:
     """Where trial ``trial_id``'s checkpoint after ``epoch`` epochs lives under ``directory``."""
     return f"{directory.rstrip('/')}/trial-{trial_id:05d}/epoch-{epoch:06d}.pt"
+
+
+def best_url(directory: str, trial_id: int, epoch: int) -> str:
+    """Where the weights of trial ``trial_id`` after ``epoch`` epochs go when they are the
+    search's best so far."""
+    return f"{directory.rstrip('/')}/best/trial-{trial_id:05d}-epoch-{epoch:06d}.pt"
 
 
 def save_checkpoint(state: dict, url: str, *, epoch: int) -> dict:
@@ -89,8 +99,19 @@ def prune_checkpoints(directory: str, trial_id: int, keep: set[str]) -> None:
     kept = {fsspec.core.url_to_fs(u)[1] for u in keep}
     for path in fs.glob(f"{root}/epoch-*.pt"):
         if path not in kept:
-            for p in (path, f"{path}.json"):
-                try:
-                    fs.rm(p)
-                except FileNotFoundError:
-                    pass
+            _remove(fs, path)
+
+
+def remove_checkpoint(url: str) -> None:
+    """Delete the checkpoint at ``url`` and its sidecar (nothing if they are gone)."""
+    import fsspec
+
+    _remove(*fsspec.core.url_to_fs(url))
+
+
+def _remove(fs, path: str) -> None:
+    for p in (path, f"{path}.json"):
+        try:
+            fs.rm(p)
+        except FileNotFoundError:
+            pass

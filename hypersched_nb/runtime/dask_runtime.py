@@ -14,6 +14,10 @@ checkpoints (:mod:`hypersched_nb.runtime.checkpoint`):
   workers (rendezvous on a free port of rank 0's host) and trains one epoch;
 - ``Pause`` checkpoints (unless current) and frees the workers; ``Stop`` frees them.
 
+The weights of the search's best results are kept apart: an epoch whose metric beats the
+best known when it was sent is written by its worker, and the last two such records stay
+(:meth:`DaskRuntime.best_checkpoint`), so the best model can be loaded after the search.
+
 Waiting is on one queue (:class:`~hypersched_nb.runtime._board.TaskBoard`) fed by the
 futures' callbacks, by the event each epoch task logs with what it is about to return (one
 hop sooner than fetching its result, which is read instead when no event came), and by the
@@ -54,6 +58,7 @@ from hypersched_nb.errors import ConfigError, warn
 from hypersched_nb.runtime import _worker
 from hypersched_nb.runtime._board import TaskBoard
 from hypersched_nb.runtime._slots import Slot, Slots
+from hypersched_nb.runtime.checkpoint import remove_checkpoint
 
 __all__ = ["DaskRuntime"]
 
@@ -109,7 +114,7 @@ class DaskRuntime:
     workers of ``client``; implements :class:`hypersched_nb.experiment.driver.Runtime`.
 
     ``metric`` names the entry of ``step()``'s dict reported to the policy (a ``"done"``
-    entry that is true ends the trial); ``checkpoint_dir`` is a folder (made absolute here)
+    entry that is true ends the trial) and ``mode`` ("max" or "min") which way is better; ``checkpoint_dir`` is a folder (made absolute here)
     or an fsspec URL that every worker can reach; ``seed`` and the trial id give each trial's ``ctx.seed``;
     ``task_timeout`` bounds one epoch (seconds; None: no bound); ``checkpoint_overhead`` is
     the share of training time that per-epoch checkpoints may cost (see ``_worker``);
@@ -126,6 +131,7 @@ class DaskRuntime:
         clock,
         metric: str,
         checkpoint_dir: str,
+        mode: str = "max",
         seed: int = 0,
         task_timeout: float | None = None,
         checkpoint_overhead: float = 0.02,
@@ -144,6 +150,8 @@ class DaskRuntime:
         ):
             if value is not None and not value > 0:
                 raise ConfigError(f"`{name}` is {value}, but must be > 0")
+        if mode not in ("max", "min"):
+            raise ConfigError(f"`mode` is {mode!r}, but must be 'max' or 'min'")
         if not checkpoint_overhead >= 0:
             raise ConfigError(f"`checkpoint_overhead` is {checkpoint_overhead}, but must be >= 0")
         self._factory, self._client, self.clock, self.metric = trainable, client, clock, metric
@@ -152,6 +160,8 @@ class DaskRuntime:
             self._dir = os.path.abspath(self._dir)
         self._seed, self._task_timeout, self._overhead = seed, task_timeout, checkpoint_overhead
         self._group_timeout, self._poll = group_timeout, poll
+        self._sign = 1.0 if mode == "max" else -1.0
+        self._bests: list[dict] = []  # the last records' weights, oldest first (at most 2)
         self._slots = Slots()
         self._trials: dict[int, _Live] = {}
         self._events: list[Event] = []  # found while executing; handed out by the next advance
@@ -230,6 +240,23 @@ class DaskRuntime:
         t = self._trials.get(trial_id)
         return None if t is None else t.ckpt
 
+    def best_checkpoint(self, at_most: float | None = None) -> dict | None:
+        """The best weights kept (``url``, ``sha256``, ``epoch``, ``trial_id``, ``metric``):
+        of the best result so far, or of the one before it if its write would have broken
+        the checkpoint budget; with ``at_most``, the best whose metric is not better than
+        that (the search's best by its deadline: an epoch may end just after it). None if
+        there is none."""
+        for info in reversed(self._bests):
+            if at_most is None or self._sign * info["metric"] <= self._sign * at_most:
+                return dict(info)
+        return None
+
+    def trial_seed(self, trial_id: int) -> int:
+        """``ctx.seed`` of trial ``trial_id``: the runtime's seed and the trial id, mixed."""
+        import numpy as np
+
+        return int(np.random.SeedSequence([self._seed, trial_id]).generate_state(1)[0])
+
     def replica_digests(self, trial_id: int) -> list[str]:
         """SHA-256 of each replica's state dict, rank order (between two epochs; blocks)."""
         t = self._trials[trial_id]
@@ -285,7 +312,7 @@ class DaskRuntime:
         for rank, slot in enumerate(t.slots):
             spec = {
                 "trial_id": t.tid, "token": t.token, "rank": rank, "world": world,
-                "factory": self._factory, "config": t.config, "seed": self._trial_seed(t.tid),
+                "factory": self._factory, "config": t.config, "seed": self.trial_seed(t.tid),
                 "replay": replay, "save": self._save_spec(t) if rank == 0 else None,
                 "group_timeout": self._group_timeout,
             }  # fmt: skip
@@ -471,6 +498,8 @@ class DaskRuntime:
         except (TypeError, ValueError):
             return self._fail(t, f"step()'s {self.metric!r} is not a number")
         done = bool(info.pop("done", False))
+        if first["best"] is not None:
+            self._note_best(t.tid, first["best"], metric)
         now = self.clock.now()
         wall = now - t.t_exec
         work = max(o["step"] for o in t.outs.values()) + first["write"]
@@ -569,16 +598,22 @@ class DaskRuntime:
             t.ckpt = info
 
     def _save_spec(self, t: _Live) -> dict:
+        above = self._sign * self._bests[-1]["metric"] if self._bests else None
         return {
             "dir": self._dir,
             "overhead": self._overhead,
             "keep": t.ckpt["url"] if t.ckpt else None,
+            "best": {"metric": self.metric, "sign": self._sign, "above": above},
         }
 
-    def _trial_seed(self, tid: int) -> int:
-        import numpy as np
-
-        return int(np.random.SeedSequence([self._seed, tid]).generate_state(1)[0])
+    def _note_best(self, tid: int, info: dict, metric: float) -> None:
+        """Keep a record's weights; drop them if another trial's beat them meanwhile."""
+        if self._bests and self._sign * metric <= self._sign * self._bests[-1]["metric"]:
+            remove_checkpoint(info["url"])
+            return
+        self._bests.append({**info, "trial_id": tid, "metric": metric})
+        if len(self._bests) > 2:  # two: the last may come after the deadline, unread
+            remove_checkpoint(self._bests.pop(0)["url"])
 
     def __repr__(self) -> str:
         running = sum(t.phase in (_RUN, _READY, _WAIT) for t in self._trials.values())

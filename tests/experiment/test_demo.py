@@ -46,3 +46,5 @@ def test_the_demo_searches_and_writes_its_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "on a local Dask cluster; deadline 40s" in out and f"report: {report}" in out
     assert report.stat().st_size > 1_000_000  # plotly.js is inside: it opens offline
+    if "best val_acc" in out:  # and where the best model's weights are
+        assert "its weights: " in out and "/best/trial-" in out

@@ -77,6 +77,14 @@ def test_a_replay_finds_what_the_benchmark_finds(trace):
     assert (exp.results()["started_at"].notna()).sum() == row["trials_started"]
 
 
+def test_a_replay_has_no_weights_and_load_best_says_what_it_needs(trace):
+    exp = replay(trace, seed=4)
+    exp.run()
+    assert exp.best is not None and exp.best_checkpoint() is None  # curves, not models
+    with pytest.raises(HyperschedError, match="needs a live search"):
+        exp.load_best()
+
+
 def test_the_same_seed_gives_the_same_search(trace):
     a, b = replay(trace, seed=1), replay(trace, seed=1)
     a.run(), b.run()

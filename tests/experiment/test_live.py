@@ -31,3 +31,6 @@ def test_a_live_search_ends_by_its_deadline_and_frees_every_worker(tmp_path):
             and snap.best.config == snap.trials[snap.best.trial_id].config
         )
         assert not math.isnan(exp.results().loc[snap.best.trial_id, "best"])
+        model = exp.load_best()  # the best trial's weights at its best epoch, on this CPU
+        correct, count, _ = model._evaluate()
+        assert model.epoch == snap.best.epoch and float(correct / count) == snap.best.metric

@@ -2,6 +2,7 @@
 processes: data-parallel resizes, migration, failures and a killed worker."""
 
 import itertools
+import math
 import os
 import signal
 import threading
@@ -22,7 +23,7 @@ from hypersched_nb.core.events import (
 from hypersched_nb.core.policies import Policy, create
 from hypersched_nb.core.trial import TrialState
 from hypersched_nb.experiment.driver import Driver
-from hypersched_nb.runtime import DaskRuntime, WallClock, start_cluster
+from hypersched_nb.runtime import DaskRuntime, WallClock, load_checkpoint, start_cluster
 from hypersched_nb.testing.trainables import TinyRegression
 
 pytestmark = pytest.mark.cluster
@@ -91,10 +92,18 @@ class Recorder:
         return [e for e in self.events if type(e) is Result and e.trial_id == tid]
 
 
-def search(client, tmp_path, policy, configs, *, max_epochs, deadline=120.0, on_event=None):
+def search(
+    client, tmp_path, policy, configs, *, max_epochs, deadline=120.0, on_event=None, **runtime_kw
+):
     clock = WallClock()
     runtime = DaskRuntime(
-        TinyRegression, client=client, clock=clock, metric="loss", checkpoint_dir=str(tmp_path)
+        TinyRegression,
+        client=client,
+        clock=clock,
+        metric="loss",
+        mode="min",
+        checkpoint_dir=str(tmp_path),
+        **runtime_kw,
     )
     rec = Recorder(runtime, on_event)
     driver = Driver(
@@ -131,6 +140,28 @@ def test_resize_1_2_1_keeps_replicas_identical_and_training_correct(client, tmp_
         False,
     ]  # resizes cost a restart
     assert driver.trials[0].state is TrialState.TERMINATED
+
+
+def test_the_weights_of_the_best_result_are_kept_and_load(client, tmp_path):
+    # two trials side by side: one learns, one (lr 0) never does
+    configs = [{"lr": 0.05}, {"lr": 0.0}]
+    for budget in (math.inf, 0.0):  # writes as costly as wanted, or none after the first
+        folder = tmp_path / str(budget)
+        _, _, rec = search(
+            client, folder, Scripted(), configs, max_epochs=5, checkpoint_overhead=budget
+        )
+        results = [e for e in rec.events if type(e) is Result]
+        best = min(results, key=lambda r: r.metric)  # the loss: lower is better
+        info = rec.runtime.best_checkpoint()
+        got = (info["trial_id"], info["epoch"], info["metric"])
+        assert got in {(r.trial_id, r.epoch, r.metric) for r in results}  # a reported result
+        if budget == math.inf:
+            assert got == (best.trial_id, best.epoch, best.metric)  # the best one
+        state = load_checkpoint(info["url"], info["sha256"])  # checksum checked
+        assert state["epoch"] == info["epoch"]  # the trainable as it was after that epoch
+        assert rec.runtime.best_checkpoint(at_most=info["metric"]) == info
+        assert rec.runtime.best_checkpoint(at_most=1e9) is None  # none kept with a loss that bad
+        assert 1 <= len(list((folder / "best").glob("*.pt"))) <= 2  # old records deleted
 
 
 def test_a_trial_paused_and_resumed_elsewhere_ends_with_the_weights_of_straight_training(

@@ -42,6 +42,27 @@ def test_checkpoints_follow_the_overhead_budget(tmp_path):
     assert _worker.step(0, 1, spec)["ckpt"]["epoch"] == 3  # an unbounded one writes each epoch
 
 
+def test_an_epoch_that_beats_the_best_so_far_writes_its_weights_apart(tmp_path):
+    first = _worker.start(_spec(tmp_path, overhead=0.0), None, None)
+    loss = first["metrics"]["loss"]
+    spec = {"dir": str(tmp_path), "overhead": math.inf, "keep": None}
+    # lower is better (sign -1): a loss below the best so far is a record
+    spec["best"] = {"metric": "loss", "sign": -1.0, "above": -loss}
+    record = _worker.step(0, 1, spec)
+    assert record["best"]["epoch"] == 2 and record["best"]["url"].endswith(
+        "best/trial-00000-epoch-000002.pt"
+    )
+    spec["best"]["above"] = -0.0  # a loss of 0 cannot be beaten: nothing written
+    assert _worker.step(0, 1, spec)["best"] is None
+    spec["best"] = {"metric": "missing", "sign": 1.0, "above": None}  # the client reports it
+    assert _worker.step(0, 1, spec)["best"] is None
+    spec["best"], spec["overhead"] = {"metric": "loss", "sign": -1.0, "above": 1e9}, 0.0
+    assert _worker.step(0, 1, spec)["best"] is None  # a record, but over the write budget
+    spec["best"]["above"] = None
+    assert _worker.step(0, 1, spec)["best"]["epoch"] == 6  # unless none is kept yet
+    assert len(list((tmp_path / "best").glob("*.pt"))) == 2
+
+
 def test_restore_and_replay_give_the_weights_of_straight_training(tmp_path):
     straight = _worker.start(_spec(tmp_path, tid=1, overhead=0.0), None, None)
     for _ in range(3):
