@@ -2,7 +2,10 @@
 
 Both the live dashboard (as ``FigureWidget``) and the HTML report use these builders, so
 what a person watches and what they keep are the same picture. Trial ``i`` has the same
-colour in every figure and its traces are named ``"trial <i>"``.
+colour in every figure and its traces are named ``"trial <i>"``. The allocation figure draws
+the ``most`` trials that held workers longest (and every running one, and the best) one by
+one, and the rest as one grey band: a search of hundreds of short trials stays a picture of
+a few hundred kilobytes, not megabytes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ _PALETTE = (
     "#9D755D", "#BAB0AC", "#1F77B4", "#D62728", "#2CA02C", "#9467BD", "#8C564B", "#17BECF",
 )  # fmt: skip
 _DEADLINE = "#C0392B"
+_OTHERS = "#C8C8C8"
 
 
 def colour(trial_id: int) -> str:
@@ -30,14 +34,18 @@ def _x_scale(snap: ExperimentSnapshot) -> tuple[float, str]:
     return (60.0, "minutes since start") if snap.deadline >= 600 else (1.0, "seconds since start")
 
 
-def allocation_figure(snap: ExperimentSnapshot, *, height: int = 320, traces: bool = True):
+def allocation_figure(
+    snap: ExperimentSnapshot, *, height: int = 320, traces: bool = True, most: int = 24
+):
     """Workers held by each trial over time (stacked steps), the cluster's size, the
-    deadline (red) and, while the search runs, now (grey). ``traces=False``: the frame only."""
+    deadline (red) and, while the search runs, now (grey). ``traces=False``: the frame only;
+    ``most``: trials drawn one by one, the rest as one band (see the module's docstring)."""
     import plotly.graph_objects as go
 
     unit, label = _x_scale(snap)
     times, series = snap.allocation_series() if traces else ([], {})
     xs = [t / unit for t in times]
+    series, others = _grouped(snap, times, series, most)
     fig = go.Figure()
     for tid in sorted(series):
         ys = series[tid]
@@ -46,6 +54,15 @@ def allocation_figure(snap: ExperimentSnapshot, *, height: int = 320, traces: bo
                 x=xs, y=ys, name=f"trial {tid}", mode="lines",
                 line=dict(width=0.5, shape="hv", color=colour(tid)), stackgroup="workers",
                 hovertemplate=f"trial {tid}: %{{y}} workers<extra></extra>",
+            )
+        )  # fmt: skip
+    if others is not None:
+        count, ys = others
+        fig.add_trace(
+            go.Scatter(
+                x=xs, y=ys, name=f"{count} other trials", mode="lines",
+                line=dict(width=0.5, shape="hv", color=_OTHERS), stackgroup="workers",
+                hovertemplate=f"{count} other trials: %{{y}} workers<extra></extra>",
             )
         )  # fmt: skip
     if traces and snap.capacity:
@@ -78,6 +95,23 @@ def allocation_figure(snap: ExperimentSnapshot, *, height: int = 320, traces: bo
         template="plotly_white", uirevision="keep",
     )  # fmt: skip
     return fig
+
+
+def _grouped(snap: ExperimentSnapshot, times: list[float], series: dict, most: int):
+    """(the trials drawn one by one, (count, summed workers) of the rest or None)."""
+    if len(series) <= most:
+        return series, None
+    spans = [b - a for a, b in zip(times, times[1:])]
+    held = {tid: sum(w * d for w, d in zip(ys, spans)) for tid, ys in series.items()}
+    keep = set(sorted(held, key=lambda t: (-held[t], t))[:most])
+    keep |= {r.trial_id for r in snap.trials if r.state == "RUNNING" and r.trial_id in series}
+    if snap.best is not None and snap.best.trial_id in series:
+        keep.add(snap.best.trial_id)
+    rest = [ys for tid, ys in series.items() if tid not in keep]
+    if not rest:
+        return series, None
+    summed = [sum(column) for column in zip(*rest)]
+    return {tid: series[tid] for tid in keep}, (len(rest), summed)
 
 
 def _vline(x: float, color: str, dash: str) -> dict:

@@ -63,6 +63,21 @@ def test_the_allocation_figure_stacks_steps_against_the_deadline(finished):
     assert fig.layout.yaxis.range[1] >= snap.workers
 
 
+def test_beyond_most_trials_the_rest_are_one_band_and_the_total_is_kept(finished):
+    snap = finished.statistics()
+    times, series = snap.allocation_series()
+    assert len(series) > 2  # the fixture's search has more trials than drawn here
+    fig = allocation_figure(snap, most=1)
+    stacked = [t for t in fig.data if t.stackgroup == "workers"]
+    alone = {t.name for t in stacked if t.name.startswith("trial ")}
+    # the trial that held workers longest, and the best
+    assert f"trial {snap.best.trial_id}" in alone and len(alone) <= 2
+    (band,) = [t for t in stacked if t.name.endswith("other trials")]
+    assert band.name == f"{len(series) - len(alone)} other trials"
+    totals = [sum(column) for column in zip(*series.values())]
+    assert [sum(column) for column in zip(*(t.y for t in stacked))] == totals  # no worker lost
+
+
 def test_curves_colour_trials_as_the_allocation_does(finished):
     snap = finished.statistics()
     fig = curves_figure(snap)
