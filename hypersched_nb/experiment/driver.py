@@ -138,7 +138,7 @@ class Driver:
             self._schedule(now)
             if not self.running and not self._can_start_more():
                 break
-            wake = self.policy.next_wakeup(self._ctx()) if self._calls_wakeup else None
+            wake = self._wakeup()
             until = self.deadline if wake is None else min(self.deadline, max(wake, now))
             deadline = self.deadline
             for event in advance(until):
@@ -329,9 +329,16 @@ class Driver:
         return True
 
     def _can_start_more(self) -> bool:
+        """With nothing running: can anything still start? Not when an elastic policy has
+        let every worker go and set no wake-up (nothing would change until the deadline);
+        otherwise, without free workers, yes (lost workers may come back)."""
         if self._free() <= 0:
-            return True
+            released = self._elastic and self.capacity == 0
+            return not released or self._wakeup() is not None
         return self.policy.choose_trial_to_run(self._ctx()) is not None
+
+    def _wakeup(self) -> float | None:
+        return self.policy.next_wakeup(self._ctx()) if self._calls_wakeup else None
 
     def _start(self, trial: Trial, now: float) -> None:
         restore = trial.state is _PAUSE

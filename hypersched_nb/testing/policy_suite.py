@@ -435,7 +435,7 @@ class PolicyContract:
 
     @pytest.mark.parametrize(
         "deadline, move",
-        [(200.0, (50.0, 20.0)), (60.0, (30.0, 90.0))],
+        [(200.0, (50.0, 20.0)), (60.0, (10.0, 90.0))],
         ids=["shortened", "extended"],
     )
     def test_deadline_change_is_honoured(self, deadline, move):

@@ -323,6 +323,35 @@ def test_a_lost_worker_pauses_its_trial_which_then_resumes():
 # ------------------------------------------------------------------------------ the deadline
 
 
+class ReleasesEveryWorker(Scripted):
+    """Elastic: gives every worker back once nothing runs; optionally wakes up at ``wake``."""
+
+    def __init__(self, wake=None, **kw):
+        super().__init__(**kw)
+        self.wake = wake
+
+    def cluster_size(self, ctx):
+        return 0 if ctx.trials and not ctx.running else None
+
+    def next_wakeup(self, ctx):
+        return self.wake if self.wake is not None and ctx.now < self.wake else None
+
+
+def test_an_elastic_policy_that_lets_every_worker_go_ends_the_search_then():
+    policy = ReleasesEveryWorker(decide={(0, 1): Decision.STOP})
+    _driver, out, _rt = drive(policy, [[0.1, 0.2, 0.3]], deadline=1000.0)
+    # stopped after its first epoch at t = 10: the cluster goes to 0 and the search ends
+    assert out.ended_at == 10.0 and out.best == 0.1
+    assert any(e["action"] == "ScaleCluster" and e["time"] == 10.0 for e in out.journal)
+
+
+def test_with_a_wake_up_set_a_search_without_workers_waits_for_it():
+    policy = ReleasesEveryWorker(wake=500.0, decide={(0, 1): Decision.STOP})
+    _driver, out, _rt = drive(policy, [[0.1, 0.2, 0.3]], deadline=1000.0)
+    # it might have asked for workers again when it woke up; it did not, so the search ends
+    assert out.ended_at == 500.0
+
+
 def test_a_runtime_can_move_the_deadline_later_and_what_comes_before_the_new_one_counts():
     policy = Scripted()
     # the fake drive's deadline is 100: moved to 150 at t = 5, a result at 120 counts
