@@ -152,6 +152,10 @@ class Driver:
         self._finish()
         return self.outcome
 
+    def context(self) -> PolicyContext:
+        """The context the policy would be handed now (for observers, e.g. its describe())."""
+        return self._ctx()
+
     def request_stop(self) -> None:
         """Ask the loop to end at its next turn (from another thread)."""
         self._stop_requested = True

@@ -395,7 +395,7 @@ class Experiment:
         d, obs = self._driver, self._observed
         now = d.outcome.ended_at if self._status == "finished" else self._clock.now()
         rows = tuple(_row(t, obs.peak.get(t.trial_id, 0)) for t in d.trials.values())
-        describe = self.policy.describe(d._ctx())
+        describe = self.policy.describe(d.context())
         error = None
         if self._error is not None:
             error = f"{type(self._error).__name__}: {self._error}"

@@ -353,7 +353,7 @@ def test_end_to_end_respects_the_deadline_and_is_deterministic(deadline):
     assert rows[0]["best"] <= rows[0]["oracle"]  # the oracle bounds it
     assert journal == rows[1]["_outcome"].journal  # the same seed replays exactly
     assert rows[0]["best"] == rows[1]["best"]
-    describe = rows[0]["_driver"].policy.describe(rows[0]["_driver"]._ctx())
+    describe = rows[0]["_driver"].policy.describe(rows[0]["_driver"].context())
     assert describe.startswith("hypersched: ") and "\n" not in describe
 
 
