@@ -114,8 +114,9 @@ class DaskRuntime:
     workers of ``client``; implements :class:`hypersched_nb.experiment.driver.Runtime`.
 
     ``metric`` names the entry of ``step()``'s dict reported to the policy (a ``"done"``
-    entry that is true ends the trial) and ``mode`` ("max" or "min") which way is better; ``checkpoint_dir`` is a folder (made absolute here)
-    or an fsspec URL that every worker can reach; ``seed`` and the trial id give each trial's ``ctx.seed``;
+    entry that is true ends the trial) and ``mode`` ("max" or "min") which way is better;
+    ``checkpoint_dir`` is a folder (made absolute here) or an fsspec URL that every worker
+    can reach; ``seed`` and the trial id give each trial's ``ctx.seed``;
     ``task_timeout`` bounds one epoch (seconds; None: no bound); ``checkpoint_overhead`` is
     the share of training time that per-epoch checkpoints may cost (see ``_worker``);
     ``group_timeout`` bounds a ``torch.distributed`` rendezvous and collective; ``poll`` is
