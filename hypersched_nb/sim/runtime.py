@@ -2,9 +2,8 @@
 
 An epoch on k workers takes the trace's seconds / s(k); every start, resume and resize
 first costs ``startup`` seconds. The cluster may be elastic: :class:`ScaleCluster` sets its
-size within ``max_workers``, and the runtime bills ∫ cluster size dt in worker-seconds.
-Workers are never over-committed (an instruction that
-would is a bug in the driver, so it raises). Nothing happens after the time the driver
+size within ``max_workers`` (the driver, which decides the size, bills ∫ size dt). Workers
+are never over-committed (an instruction that would is a bug in the driver, so it raises). Nothing happens after the time the driver
 asks to advance to, so nothing runs past the deadline.
 """
 
@@ -82,7 +81,6 @@ class SimRuntime:
     ):
         self.trace, self.clock, self._workers = trace, clock, workers
         self.max_workers = max(workers, max_workers or workers)
-        self._billed, self._billed_at = 0.0, clock.now()
         self.scaling = trace.scaling if scaling is None else scaling
         self.startup = trace.startup_seconds if startup is None else float(startup)
         self.max_epochs = max_epochs or trace.longest
@@ -172,14 +170,7 @@ class SimRuntime:
             raise InvalidTransition(
                 f"cluster: can't scale to {workers} workers; {self._held} held, at most {self.max_workers}"
             )
-        self._billed = self.worker_seconds_billed(self.clock.now())
-        self._billed_at = self.clock.now()
         self._workers = workers
-
-    def worker_seconds_billed(self, until: float | None = None) -> float:
-        """∫ cluster size dt from the start to ``until`` (default: now), in worker-seconds."""
-        until = self.clock.now() if until is None else until
-        return self._billed + self._workers * max(0.0, until - self._billed_at)
 
     def held(self) -> int:
         """Workers held by running trials now (for invariant checks)."""

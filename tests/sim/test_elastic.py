@@ -1,8 +1,8 @@
 """Elastic clusters: a policy may size the cluster within a maximum; billing is ∫ size dt.
 
-Specified here: the simulator bills worker-seconds as the integral of the cluster size over
-time; the driver asks an elastic policy for a size at every decision, grants it within
-[workers held, maximum] and reports the bill in its outcome and in the benchmark's row; a
+Specified here: the driver asks an elastic policy for a size at every decision, grants it within
+[workers held, maximum], bills worker-seconds as the integral of the cluster size over time
+and reports the bill in its outcome and in the benchmark's row; a
 fixed cluster bills workers × the time the search ran; the benchmark takes --cost-budget.
 """
 
@@ -24,18 +24,6 @@ from hypersched_nb.sim.trace import TRACE_KEY
 from hypersched_nb.testing.policy_suite import synthetic_trace, trace_from_curves
 
 THREE = trace_from_curves([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]], seconds=10.0)  # 2 epochs of 10 s
-
-
-def test_billing_is_the_integral_of_the_cluster_size():
-    clock = VirtualClock()
-    rt = SimRuntime(THREE, clock, 2, max_workers=6)
-    clock.sleep_until(10.0)
-    rt.execute(ScaleCluster(5))
-    clock.sleep_until(30.0)
-    rt.execute(ScaleCluster(1))
-    # 2 workers for 10 s, 5 for 20 s, then 1 for 10 s
-    assert rt.worker_seconds_billed(40.0) == pytest.approx(2 * 10 + 5 * 20 + 1 * 10)
-    assert rt.worker_seconds_billed() == pytest.approx(2 * 10 + 5 * 20)  # up to now (t = 30)
 
 
 def test_a_cluster_never_grows_past_its_maximum_nor_shrinks_under_its_trials():
@@ -87,9 +75,6 @@ def test_the_driver_grants_a_size_between_what_is_held_and_the_maximum():
     assert sizes == [(0.0, "1 -> 2 workers"), (20.0, "2 -> 1 workers")]
     assert out.ended_at == pytest.approx(40.0)
     assert out.worker_seconds_billed == pytest.approx(2 * 20 + 1 * 20)  # ∫ size dt
-    assert rt.worker_seconds_billed(out.ended_at) == pytest.approx(
-        out.worker_seconds_billed
-    )  # both agree
 
 
 def test_a_request_past_the_maximum_gets_the_maximum():
