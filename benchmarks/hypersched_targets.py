@@ -88,7 +88,7 @@ def trace(name: str) -> Trace:
     return _TRACES[name]
 
 
-def _run(job: tuple) -> tuple:
+def run_cell(job: tuple) -> tuple:
     name, max_epochs, deadline, seed, policy, params = job
     settings = SimSettings(workers=8, configs=100, max_epochs=max_epochs, min_epochs=1, eta=4)
     row = simulate(trace(name), policy, deadline, seed, settings, policy_params=params)
@@ -137,7 +137,7 @@ def main() -> None:
         for seed in range(args.seeds)
     ]
     with multiprocessing.get_context("fork").Pool(max(1, min(args.processes, 2))) as pool:
-        rows = pool.map(_run, jobs, chunksize=4)
+        rows = pool.map(run_cell, jobs, chunksize=4)
     runs: dict[tuple, list] = {}
     for name, deadline, policy, best, oracle, started in rows:
         runs.setdefault((name, deadline, policy), []).append((best, oracle, started))

@@ -6,8 +6,9 @@ Issue 2 asks ``hypersched`` to close half of ASHA's gap to the oracle, pooled ov
 traces recorded into ``hypersched_nb/traces/``, at a quarter and half of one
 configuration's full training time. This script asks whether anything does: every
 registered policy, plus ``hypersched`` with ``probation=0`` (it trusts epoch 1 at once,
-as ASHA does), on the settings of ``benchmarks/hypersched_targets.py`` (8 workers, the
-sidecar's scaling and start-up, 100 configurations, r = 1, η = 4, seeds 0 … K−1).
+as ASHA does), through ``benchmarks/hypersched_targets.py``'s runner and settings (8
+workers, the sidecar's scaling and start-up, 100 configurations, r = 1, η = 4, seeds 0 …
+K−1).
 
 Printed: the mean best per policy, trace and deadline, the oracle, and per deadline the
 pooled share Σ(policy − asha) / Σ(oracle − asha) (1 = the oracle, 0 = ASHA).
@@ -17,27 +18,13 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-from pathlib import Path
 
 import numpy as np
+from hypersched_targets import FRACTIONS, OWN, run_cell, trace
 
 from hypersched_nb.core.policies import REGISTRY
-from hypersched_nb.experiment.simulate import SimSettings, simulate
-from hypersched_nb.sim.trace import load_trace
 
-OWN = Path(__file__).resolve().parent.parent / "hypersched_nb" / "traces"
-FRACTIONS = (0.25, 0.5, 1.0, 2.0)
 TRUSTING = "hypersched probation=0"
-
-
-def _run(job: tuple) -> tuple:
-    name, fraction, label, seed = job
-    trace = load_trace(name)
-    deadline = fraction * trace.median_full_time(trace.longest)
-    policy, params = ("hypersched", {"probation": 0}) if label == TRUSTING else (label, {})
-    settings = SimSettings(workers=8, configs=100, max_epochs=trace.longest, min_epochs=1, eta=4)
-    row = simulate(trace, policy, deadline, seed, settings, policy_params=params)
-    return name, fraction, label, row["best"], row["oracle"]
 
 
 def main() -> None:
@@ -47,16 +34,25 @@ def main() -> None:
     args = parser.parse_args()
     names = sorted(p.stem for p in OWN.glob("*.csv"))
     labels = [*REGISTRY, TRUSTING]
-    jobs = [
-        (n, f, p, s) for n in names for f in FRACTIONS for p in labels for s in range(args.seeds)
-    ]
+    jobs, keys = [], []
+    for name in names:
+        t = trace(name)
+        for f in FRACTIONS:
+            deadline = f * t.median_full_time(t.longest)
+            for label in labels:
+                policy, params = (
+                    ("hypersched", {"probation": 0}) if label == TRUSTING else (label, {})
+                )
+                for seed in range(args.seeds):
+                    jobs.append((name, t.longest, deadline, seed, policy, params))
+                    keys.append((name, f, label))
     with multiprocessing.get_context("fork").Pool(max(1, min(args.processes, 2))) as pool:
-        rows = pool.map(_run, jobs, chunksize=8)
+        rows = pool.map(run_cell, jobs, chunksize=8)
     runs: dict[tuple, list[float]] = {}
     oracle: dict[tuple, list[float]] = {}
-    for name, fraction, label, best, bound in rows:
-        runs.setdefault((name, fraction, label), []).append(best)
-        oracle.setdefault((name, fraction), []).append(bound)
+    for key, (*_, best, bound, _started) in zip(keys, rows):
+        runs.setdefault(key, []).append(best)
+        oracle.setdefault(key[:2], []).append(bound)
     mean = {k: float(np.mean(v)) for k, v in runs.items()}
     bound = {k: float(np.mean(v)) for k, v in oracle.items()}
 
