@@ -3,8 +3,9 @@
 An epoch on k workers takes the trace's seconds / s(k); every start, resume and resize
 first costs ``startup`` seconds. The cluster may be elastic: :class:`ScaleCluster` sets its
 size within ``max_workers`` (the driver, which decides the size, bills ∫ size dt). Workers
-are never over-committed (an instruction that would is a bug in the driver, so it raises). Nothing happens after the time the driver
-asks to advance to, so nothing runs past the deadline.
+are never over-committed (an instruction that would is a bug in the driver, so it raises).
+Nothing happens after the time the driver asks to advance to, so nothing runs past the
+deadline.
 """
 
 from __future__ import annotations

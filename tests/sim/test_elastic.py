@@ -1,9 +1,9 @@
 """Elastic clusters: a policy may size the cluster within a maximum; billing is ∫ size dt.
 
-Specified here: the driver asks an elastic policy for a size at every decision, grants it within
-[workers held, maximum], bills worker-seconds as the integral of the cluster size over time
-and reports the bill in its outcome and in the benchmark's row; a
-fixed cluster bills workers × the time the search ran; the benchmark takes --cost-budget.
+Specified here: the driver asks an elastic policy for a size at every decision, grants it
+within [workers held, maximum], bills worker-seconds as the integral of the cluster size over
+time and reports the bill in its outcome and in the benchmark's row; a fixed cluster bills
+workers × the time the search ran; the benchmark takes --cost-budget.
 """
 
 from __future__ import annotations
