@@ -22,6 +22,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env
 
+# ruff's rules, its formatting and the import-linter contracts of pyproject.toml
+LINTED := hypersched_nb tests benchmarks scripts notebooks
 lint: $(STAMP)
-	$(PY) -m ruff check hypersched_nb tests
+	$(PY) -m ruff check $(LINTED)
+	$(PY) -m ruff format --check $(LINTED)
 	$(VENV)/bin/lint-imports
