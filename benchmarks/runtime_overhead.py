@@ -47,7 +47,7 @@ def plain_loop(config: dict, epochs: int) -> float:
 def _plain(config: dict, epochs: int) -> None:
     import torch
 
-    from hypersched_nb.runtime.context import TrainContext
+    from hypersched_nb.train.context import TrainContext
     from hypersched_nb.testing.trainables import TinyRegression
 
     torch.set_num_threads(1)

@@ -13,7 +13,7 @@ __all__ = ["Experiment", "Trainable", "TrainContext", "load_ipython_extension"]
 _LAZY = {
     "Experiment": "hypersched_nb.experiment.experiment",
     "Trainable": "hypersched_nb.train.trainable",
-    "TrainContext": "hypersched_nb.runtime.context",
+    "TrainContext": "hypersched_nb.train.context",
 }
 
 

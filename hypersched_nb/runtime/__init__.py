@@ -24,7 +24,7 @@ _LAZY = {
     "DaskRuntime": "hypersched_nb.runtime.dask_runtime",
     "WallClock": "hypersched_nb.runtime.clock",
     "start_cluster": "hypersched_nb.runtime.cluster",
-    "TrainContext": "hypersched_nb.runtime.context",
+    "TrainContext": "hypersched_nb.train.context",
     "save_checkpoint": "hypersched_nb.runtime.checkpoint",
     "load_checkpoint": "hypersched_nb.runtime.checkpoint",
     "CheckpointError": "hypersched_nb.runtime.checkpoint",

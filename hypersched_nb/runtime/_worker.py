@@ -44,7 +44,7 @@ from hypersched_nb.runtime.checkpoint import (
     prune_checkpoints,
     save_checkpoint,
 )
-from hypersched_nb.runtime.context import TrainContext
+from hypersched_nb.train.context import TrainContext
 
 __all__ = ["digest", "release", "resident", "save", "start", "step", "warm"]
 

@@ -9,7 +9,7 @@ runs on 1 or k workers.
 
 from __future__ import annotations
 
-from hypersched_nb.runtime.context import TrainContext
+from hypersched_nb.train.context import TrainContext
 
 __all__ = ["Trainable", "TrainContext"]
 

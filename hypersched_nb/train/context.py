@@ -1,4 +1,7 @@
-"""Where one replica of a trial runs: built by the runtime, handed to ``Trainable.setup``."""
+"""Where one replica of a trial runs: built by the runtime, handed to ``Trainable.setup``.
+
+Part of the trainable contract, so it sits in ``train``, below the runtime that builds it.
+"""
 
 from __future__ import annotations
 
