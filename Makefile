@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-cuda-nodeps.txt | sha1sum | cut -c1-12)
 
-.PHONY: demo test bench lint
+.PHONY: demo test bench lint chromium
 
 $(STAMP): pyproject.toml requirements-cuda-nodeps.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,8 +19,16 @@ $(STAMP): pyproject.toml requirements-cuda-nodeps.txt
 demo: $(STAMP)
 	$(PY) -m hypersched_nb demo
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env
+
+# The browser tests drive Debian's chromium through Playwright (never `playwright install`,
+# which downloads a browser); without root or apt-get they skip and say why.
+chromium:
+	@if command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		{ apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; }; } >/dev/null || echo "chromium: apt-get failed, browser tests will skip"; \
+	else echo "chromium: not installed and not root, browser tests will skip"; fi
 
 # ruff's rules, its formatting and the import-linter contracts of pyproject.toml
 LINTED := hypersched_nb tests benchmarks scripts notebooks

@@ -1,4 +1,4 @@
-"""`asha` through hypersched_nb's driver against an independent ASHA simulation (issue 2).
+"""`asha` through hypersched_nb's driver against an independent ASHA simulation.
 
     python benchmarks/asha_vs_independent.py [--traces ../shared/traces] [--seeds 10]
         [--workers 8] [--configs 100] [--deadlines 900,1800,3600,7200] [--eta 4]
@@ -53,6 +53,19 @@ def rung_levels(R: int, r: int, eta: float) -> list[float]:
     return [r * eta**i for i in range(k - 1, -1, -1)]
 
 
+def rung_stops(levels, seen, q: float, config: int, epoch: int, score: float) -> bool:
+    """Ray's rung rule: records ``score`` at the first rung ``config`` reaches and has not
+    been judged at; True means stop."""
+    for level, rung in zip(levels, seen, strict=True):
+        if epoch < level or config in rung:
+            continue
+        peers = [v for v in rung.values() if not math.isnan(v)]
+        cutoff = np.percentile(peers, q) if peers else None
+        rung[config] = score
+        return cutoff is not None and score < cutoff
+    return False
+
+
 def asha_event_loop(order, metrics, seconds, *, workers, R, r, eta, sign, horizon):
     """Every result (time, metric) of one ASHA search in time order, up to ``horizon``, and
     the times at which configurations started."""
@@ -75,17 +88,6 @@ def asha_event_loop(order, metrics, seconds, *, workers, R, r, eta, sign, horizo
         seq += 1
         heapq.heappush(events, (now + seconds[config][epoch - 1], seq, config, epoch))
 
-    def judge(config: int, epoch: int, score: float) -> bool:
-        """Ray's rung rule; True means stop."""
-        for level, rung in zip(levels, seen):
-            if epoch < level or config in rung:
-                continue
-            peers = [v for v in rung.values() if not math.isnan(v)]
-            cutoff = np.percentile(peers, q) if peers else None
-            rung[config] = score
-            return cutoff is not None and score < cutoff
-        return False
-
     for _ in range(workers):
         launch(0.0, None, 1)
     while events:
@@ -97,10 +99,10 @@ def asha_event_loop(order, metrics, seconds, *, workers, R, r, eta, sign, horizo
         last = epoch >= R or epoch >= len(metrics[config])
         if not math.isfinite(metric):
             launch(now, None, 1)  # diverged: stopped
-        elif last:
-            judge(config, epoch, sign * metric)  # recorded on completion, as Ray does
+        elif last:  # recorded on completion, as Ray does
+            rung_stops(levels, seen, q, config, epoch, sign * metric)
             launch(now, None, 1)
-        elif judge(config, epoch, sign * metric):
+        elif rung_stops(levels, seen, q, config, epoch, sign * metric):
             launch(now, None, 1)  # stopped at a rung
         else:
             launch(now, config, epoch + 1)
@@ -145,10 +147,10 @@ def compare(csv: Path, args) -> list[tuple[float, float, float, float, float, in
             horizon=max(args.deadlines),
         )
         for d in args.deadlines:
-            row = simulate(trace, "asha", d, seed, settings)
-            ours[d].append(row["best"])
+            run = simulate(trace, "asha", d, seed, settings).record
+            ours[d].append(run.best)
             theirs[d].append(best_by(results, d, sign))
-            started[d][0].append(row["trials_started"])
+            started[d][0].append(run.trials_started)
             started[d][1].append(sum(t < d for t in starts))  # the driver starts nothing at D
     return [
         (
@@ -156,7 +158,7 @@ def compare(csv: Path, args) -> list[tuple[float, float, float, float, float, in
             np.mean(ours[d]),
             np.mean(theirs[d]),
             *map(np.mean, started[d]),
-            sum(a == b for a, b in zip(ours[d], theirs[d])),
+            sum(a == b for a, b in zip(ours[d], theirs[d], strict=True)),
         )
         for d in args.deadlines
     ]

@@ -1,9 +1,9 @@
-"""Issue 2's targets for ``hypersched``: best-by-deadline against asha, hyperband and random.
+"""The targets of ``hypersched``: best-by-deadline against asha, hyperband and random.
 
     python benchmarks/hypersched_targets.py [--seeds 10] [--processes 2] [--late]
         [--policies hypersched,hypersched-paper,asha,hyperband,random] [--params JSON]
 
-Settings (issue 2, Targets): 8 workers, the trace's sidecar scaling and start-up cost, 100
+Settings: 8 workers, the trace's sidecar scaling and start-up cost, 100
 offered configurations, r = 1, η = 4, seeds 0 … K−1.
 
 - The six shared LCBench traces (``../shared/traces``), R = 52, deadlines 900 / 1800 /
@@ -91,8 +91,8 @@ def trace(name: str) -> Trace:
 def run_cell(job: tuple) -> tuple:
     name, max_epochs, deadline, seed, policy, params = job
     settings = SimSettings(workers=8, configs=100, max_epochs=max_epochs, min_epochs=1, eta=4)
-    row = simulate(trace(name), policy, deadline, seed, settings, policy_params=params)
-    return name, deadline, policy, row["best"], row["oracle"], row["trials_started"]
+    run = simulate(trace(name), policy, deadline, seed, settings, policy_params=params).record
+    return name, deadline, policy, run.best, run.oracle, run.trials_started
 
 
 def families(late: bool) -> dict[str, list[tuple[str, int, tuple[float, ...]]]]:
@@ -113,7 +113,9 @@ def families(late: bool) -> dict[str, list[tuple[str, int, tuple[float, ...]]]]:
     if late:
         t = trace("synthetic-late")
         deadlines = tuple(f * t.median_full_time(t.longest) for f in FRACTIONS)
-        out["synthetic late rank changes (not a target)"] = [("synthetic-late", t.longest, deadlines)]
+        out["synthetic late rank changes (not a target)"] = [
+            ("synthetic-late", t.longest, deadlines)
+        ]
     return {k: v for k, v in out.items() if v}
 
 
@@ -121,7 +123,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--processes", type=int, default=2, help="at most 2 on a shared machine")
-    parser.add_argument("--policies", default=",".join((TARGET_POLICY, "hypersched-paper", *BASELINES)))
+    parser.add_argument(
+        "--policies", default=",".join((TARGET_POLICY, "hypersched-paper", *BASELINES))
+    )
     parser.add_argument("--params", default="{}", help="JSON keywords for hypersched")
     parser.add_argument("--late", action="store_true", help="add the synthetic late-bloomer trace")
     args = parser.parse_args()
@@ -153,20 +157,34 @@ def main() -> None:
         print(f"\n## {family}")
         for name, R, deadlines in members:
             print(f"\n{name} (R={R})")
-            print(f"{'deadline':>9} " + " ".join(f"{p:>17}" for p in policies) + f" {'oracle':>7} {'margin':>7}")
+            print(
+                f"{'deadline':>9} "
+                + " ".join(f"{p:>17}" for p in policies)
+                + f" {'oracle':>7} {'margin':>7}"
+            )
             for d in deadlines:
-                cells = " ".join(f"{mean[name, d, p]:>10.4f} ({started[name, d, p]:>3.0f})" for p in policies)
+                cells = " ".join(
+                    f"{mean[name, d, p]:>10.4f} ({started[name, d, p]:>3.0f})" for p in policies
+                )
                 margin = mean[name, d, TARGET_POLICY] - max(mean[name, d, p] for p in baselines)
                 flag = "" if margin >= -0.005 else "  MISS"
                 if flag and "not a target" not in family:
                     misses.append(f"{name} at {d:.4g}: {margin:+.4f}")
                 print(f"{d:>9.4g} {cells} {oracle[name, d]:>7.4f} {margin:>+7.4f}{flag}")
         if "asha" in policies:
-            print(f"\n{family}: share of asha's gap to the oracle closed by {TARGET_POLICY}, pooled")
+            print(
+                f"\n{family}: share of asha's gap to the oracle closed by {TARGET_POLICY}, pooled"
+            )
             for k in range(len(members[0][2])):
-                gains = sum(mean[n, ds[k], TARGET_POLICY] - mean[n, ds[k], "asha"] for n, _, ds in members)
+                gains = sum(
+                    mean[n, ds[k], TARGET_POLICY] - mean[n, ds[k], "asha"] for n, _, ds in members
+                )
                 gaps = sum(oracle[n, ds[k]] - mean[n, ds[k], "asha"] for n, _, ds in members)
-                label = f"{LCBENCH_DEADLINES[k]:g} s" if family.startswith("LCBench") else f"{FRACTIONS[k]:g} x full"
+                label = (
+                    f"{LCBENCH_DEADLINES[k]:g} s"
+                    if family.startswith("LCBench")
+                    else f"{FRACTIONS[k]:g} x full"
+                )
                 ratio = gains / gaps if gaps > 0 else float("nan")
                 print(f"  {label:>10}: {gains:+.4f} / {gaps:.4f} = {ratio:.2f}")
     print(f"\ncells below max({', '.join(baselines)}) - 0.005: {len(misses)}")

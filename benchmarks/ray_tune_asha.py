@@ -1,11 +1,11 @@
-"""The same small ASHA search through hypersched_nb and through Ray Tune (issue 4's last target).
+"""The same small ASHA search through hypersched_nb and through Ray Tune.
 
     python benchmarks/ray_tune_asha.py [--configs 60] [--deadline 90] [--max-epochs 27]
                                        [--min-epochs 1] [--eta 3] [--workers 2] [--seeds 0,1]
                                        [--ray-variants default,reuse]
 
 Needs ``ray[tune]``, which is not a dependency of hypersched_nb (nor of CI): install it in a
-separate environment next to the package (see the README's "Ray Tune ASHA" section). Without
+separate environment next to the package (see "Ray Tune ASHA" in benchmarks/RESULTS.md). Without
 it the script says so on one line and exits with status 2.
 
 For each seed, ``--configs`` configurations of the shipped ``DigitsCNN`` example are drawn
@@ -224,7 +224,7 @@ def run_ray(configs: list[dict], args, seed: int, reuse: bool) -> Row:
     end = t0_wall + args.deadline
     counted = [r for r in _RESULTS if r[0] <= end]
     curves: dict[int, list[float]] = {}
-    for _, index, epoch, metric in sorted(counted, key=lambda r: (r[1], r[2])):
+    for _, index, _epoch, metric in sorted(counted, key=lambda r: (r[1], r[2])):
         curves.setdefault(index, []).append(metric)
     finite = [m for *_, m in counted if math.isfinite(m)]
     short = [
@@ -256,7 +256,7 @@ def same_curves(a: Row, b: Row) -> tuple[int, int]:
     for i in both:
         n = min(len(a.curves[i]), len(b.curves[i]))
         x, y = a.curves[i][:n], b.curves[i][:n]
-        same += all(p == q or (math.isnan(p) and math.isnan(q)) for p, q in zip(x, y))
+        same += all(p == q or (math.isnan(p) and math.isnan(q)) for p, q in zip(x, y, strict=True))
     return same, len(both)
 
 
@@ -275,7 +275,7 @@ def main() -> int:
     if importlib.util.find_spec("ray") is None or importlib.util.find_spec("ray.tune") is None:
         print(
             "ray_tune_asha: Ray Tune is not installed here (pip install 'ray[tune]' in a separate "
-            "environment, see the README); nothing to compare",
+            "environment, see benchmarks/RESULTS.md); nothing to compare",
             file=sys.stderr,
         )
         return 2

@@ -50,7 +50,7 @@ def main() -> None:
         rows = pool.map(run_cell, jobs, chunksize=8)
     runs: dict[tuple, list[float]] = {}
     oracle: dict[tuple, list[float]] = {}
-    for key, (*_, best, bound, _started) in zip(keys, rows):
+    for key, (*_, best, bound, _started) in zip(keys, rows, strict=True):
         runs.setdefault(key, []).append(best)
         oracle.setdefault(key[:2], []).append(bound)
     mean = {k: float(np.mean(v)) for k, v in runs.items()}

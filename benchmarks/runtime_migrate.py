@@ -1,4 +1,4 @@
-"""Pause -> migrate -> resume latency of the Dask runtime (issue 4's second target).
+"""Pause -> migrate -> resume latency of the Dask runtime.
 
     python benchmarks/runtime_migrate.py [--sizes 1,10,100] [--repeats 5]
 
@@ -66,7 +66,7 @@ def main() -> None:
                     moved += runtime.placement(tid) != before
                     latencies.append(resumed.startup)
                     run(Continue(tid))
-                size = runtime.checkpoint(tid)["bytes"] / 2**20
+                size = runtime.checkpoint(tid).bytes / 2**20
                 runtime.execute(Stop(tid))
                 rows.append((mb, size, statistics.median(latencies), max(latencies), moved))
         finally:

@@ -1,4 +1,4 @@
-"""Orchestration overhead of the Dask runtime (issue 4's first target), side by side.
+"""Orchestration overhead of the Dask runtime, side by side with a plain training loop.
 
     python benchmarks/runtime_overhead.py [--epoch-seconds 1.0,0.1] [--epochs 10] [--repeats 5]
                                           [--work duration|fixed]
@@ -47,8 +47,8 @@ def plain_loop(config: dict, epochs: int) -> float:
 def _plain(config: dict, epochs: int) -> None:
     import torch
 
-    from hypersched_nb.train.context import TrainContext
     from hypersched_nb.testing.trainables import TinyRegression
+    from hypersched_nb.train.context import TrainContext
 
     torch.set_num_threads(1)
     TinyRegression().setup({"lr": 0.05}, TrainContext())  # first calls into torch warm up

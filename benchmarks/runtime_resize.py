@@ -1,4 +1,4 @@
-"""Resize latency of the Dask runtime (issue 4's third target): 1 -> 2 workers and back.
+"""Resize latency of the Dask runtime: 1 -> 2 workers and back.
 
     python benchmarks/runtime_resize.py [--epoch-seconds 1.0] [--state-mb 10] [--repeats 5]
 

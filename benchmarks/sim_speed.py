@@ -1,4 +1,4 @@
-"""Simulator speed and decision cost (issue 2's targets), measured side by side in one run.
+"""Simulator speed and decision cost, measured side by side in one run.
 
     python benchmarks/sim_speed.py [--policies hypersched,asha,random] [--configs 1000] [--epochs 100]
                                    [--repeat 3]
@@ -28,8 +28,16 @@ from hypersched_nb.sim.clock import VirtualClock
 from hypersched_nb.sim.runtime import SimRuntime, offers
 from hypersched_nb.sim.trace import Trace
 
-HOOKS = ("on_trial_add", "on_trial_result", "on_trial_complete", "on_trial_remove",
-         "choose_trial_to_run", "retire", "allocate", "next_wakeup")
+HOOKS = (
+    "on_trial_add",
+    "on_trial_result",
+    "on_trial_complete",
+    "on_trial_remove",
+    "choose_trial_to_run",
+    "retire",
+    "allocate",
+    "next_wakeup",
+)
 
 
 def synthetic_trace(configs: int, epochs: int, seed: int = 0) -> Trace:
@@ -43,8 +51,13 @@ def synthetic_trace(configs: int, epochs: int, seed: int = 0) -> Trace:
         metrics[i] = np.clip(curve, 0, 1)
         seconds[i] = np.full(epochs, rng.uniform(10, 60))
     return Trace(
-        "synthetic", tuple(range(configs)), metrics, seconds, {i: {} for i in range(configs)},
-        scaling=ScalingCurve({2: 1.87, 4: 3.42, 8: 5.6}), startup_seconds=20.0,
+        "synthetic",
+        tuple(range(configs)),
+        metrics,
+        seconds,
+        {i: {} for i in range(configs)},
+        scaling=ScalingCurve({2: 1.87, 4: 3.42, 8: 5.6}),
+        startup_seconds=20.0,
     )
 
 
@@ -83,8 +96,15 @@ def run(trace: Trace, policy_name: str, configs: int, epochs: int, *, timing: bo
         policy, costs = timed(policy)
     clock = VirtualClock()
     runtime = SimRuntime(trace, clock, 8, max_epochs=epochs)
-    driver = Driver(policy, runtime, clock, iter(offers(trace, configs, 0)), deadline=1e12,
-                    max_epochs=epochs, scaling=trace.scaling)
+    driver = Driver(
+        policy,
+        runtime,
+        clock,
+        iter(offers(trace, configs, 0)),
+        deadline=1e12,
+        max_epochs=epochs,
+        scaling=trace.scaling,
+    )
     t0 = time.perf_counter()
     driver.run()
     wall = time.perf_counter() - t0
@@ -104,10 +124,14 @@ def main() -> None:
 
     trace = synthetic_trace(args.configs, args.epochs)
     repeat = max(1, args.repeat)
-    print(f"1. replay of {args.configs} configurations x {args.epochs} epochs, 8 workers, "
-          f"fastest of {repeat} replays")
-    print(f"{'policy':18} {'trial-epochs':>12} {'wall s':>8} {'median s':>8} {'epochs/s':>10} "
-          f"{'vs 100k/s':>9}")
+    print(
+        f"1. replay of {args.configs} configurations x {args.epochs} epochs, 8 workers, "
+        f"fastest of {repeat} replays"
+    )
+    print(
+        f"{'policy':18} {'trial-epochs':>12} {'wall s':>8} {'median s':>8} {'epochs/s':>10} "
+        f"{'vs 100k/s':>9}"
+    )
     for name in names:
         run(trace, name, min(args.configs, 50), args.epochs, timing=False)  # warm caches
         walls = []
@@ -116,12 +140,15 @@ def main() -> None:
             walls.append(wall)
         best, median = min(walls), float(np.median(walls))
         rate = results / best
-        print(f"{name:18} {results:12,d} {best:8.3f} {median:8.3f} {rate:10,.0f} "
-              f"{rate / 1e5:9.2f}x")
+        print(
+            f"{name:18} {results:12,d} {best:8.3f} {median:8.3f} {rate:10,.0f} {rate / 1e5:9.2f}x"
+        )
 
     big = synthetic_trace(args.decision_trials, 30, seed=1)
     print(f"\n2. decision cost per result, {args.decision_trials:,} trials offered, 8 workers")
-    print(f"{'policy':18} {'results':>8} {'p50 us':>8} {'p99 us':>8} {'max us':>9} {'p99 vs 1 ms':>11}")
+    print(
+        f"{'policy':18} {'results':>8} {'p50 us':>8} {'p99 us':>8} {'max us':>9} {'p99 vs 1 ms':>11}"
+    )
     for name in names:
         _, results, costs = run(big, name, args.decision_trials, 30, timing=True)
         per_result = np.array(costs) * 1e6

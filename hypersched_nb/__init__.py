@@ -7,29 +7,21 @@ on first use, so ``import hypersched_nb.core`` pulls in neither torch nor Dask.
 
 from __future__ import annotations
 
+from hypersched_nb._lazy import lazy
+
 __version__ = "0.1.0"
 __all__ = ["Experiment", "Trainable", "TrainContext", "load_ipython_extension"]
 
-_LAZY = {
-    "Experiment": "hypersched_nb.experiment.experiment",
-    "Trainable": "hypersched_nb.train.trainable",
-    "TrainContext": "hypersched_nb.train.context",
-}
-
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hypersched_nb' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_LAZY))
+# the public Experiment is the notebook layer's: the search of hypersched_nb.experiment
+# with its dashboard
+__getattr__, __dir__ = lazy(
+    __name__,
+    {
+        "Experiment": "hypersched_nb.notebook.experiment",
+        "Trainable": "hypersched_nb.train.trainable",
+        "TrainContext": "hypersched_nb.train.context",
+    },
+)
 
 
 def load_ipython_extension(ipython) -> None:

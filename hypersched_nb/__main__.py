@@ -8,7 +8,7 @@ USAGE = """usage: python -m hypersched_nb COMMAND [options]
 
 commands:
   demo    the main job: a real deadline-bound HyperSched search on a local cluster
-  bench   replay learning-curve traces under several policies (DESIGN.md's contract)
+  bench   replay learning-curve traces under several policies (docs/design.md)
 """
 
 

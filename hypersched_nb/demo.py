@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {k} = {v:.4g}" if isinstance(v, float) else f"  {k} = {v}")
         weights = exp.best_checkpoint()
         if weights is not None:  # exp.load_best() gives the trainable with them loaded
-            print(f"its weights: {weights['url']}")
+            print(f"its weights: {weights.url}")
     if snap.status == "created":
         return 1
     target = Path(args.report) if args.report else Path(exp.checkpoint_dir) / "report.html"

@@ -9,7 +9,6 @@ __all__ = [
     "HyperschedError",
     "InvalidTransition",
     "TraceFormatError",
-    "TrialError",
     "warn",
 ]
 
@@ -23,15 +22,11 @@ class ConfigError(HyperschedError, ValueError):
 
 
 class TraceFormatError(HyperschedError, ValueError):
-    """A learning-curve trace does not follow the format of DESIGN.md."""
+    """A learning-curve trace does not follow the trace format (docs/design.md)."""
 
 
 class InvalidTransition(HyperschedError, RuntimeError):
     """A trial was asked to move where its lifecycle does not allow."""
-
-
-class TrialError(HyperschedError, RuntimeError):
-    """A trial's own code raised; the message carries its traceback."""
 
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:

@@ -1,4 +1,7 @@
-"""Record learning-curve traces by really training the example trainables (DESIGN.md's format).
+"""Record learning-curve traces by really training the example trainables.
+
+The format is the project's trace contract (docs/design.md): a long-form CSV, one row per
+trial and epoch, and a JSON sidecar.
 
 For each trace, ``--configs`` configurations are drawn from the example's Optuna space by a
 seeded ``RandomSampler`` (floats rounded to 6 significant digits, and trained with exactly

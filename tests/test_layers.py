@@ -1,7 +1,9 @@
-"""The layers of DESIGN.md hold: core <- sim <- runtime <- train <- experiment <- notebook | bench.
+"""The layers of docs/design.md hold:
+core <- train <- sim | runtime <- experiment <- notebook | bench.
 
-Specified here: import-linter's layers contract (pyproject.toml) is kept; importing the core,
-with every policy module written so far, loads no heavy or asynchronous library (dask,
+Specified here: import-linter's layers contract (pyproject.toml) is kept, and no module
+looks a higher layer up by name (which import-linter cannot see); importing the core, with
+every registered policy module, loads no heavy or asynchronous library (dask,
 distributed, torch, ipywidgets, plotly, asyncio) in a fresh interpreter; and no module under
 hypersched_nb/core imports time, datetime, os, threading, the stdlib random or asyncio
 (h11's purity: the core reads no clock, touches no I/O, starts no thread, draws no
@@ -16,12 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypersched_nb.testing.policy_suite import written_policies
-
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "hypersched_nb" / "core"
 HEAVY = ("dask", "distributed", "torch", "ipywidgets", "plotly", "asyncio")
 IMPURE = ("time", "datetime", "os", "threading", "random", "asyncio")
+#: the layers of pyproject.toml's contract, lowest first
+LAYERS = (("core",), ("train",), ("sim", "runtime"), ("experiment",), ("notebook", "bench"))
+LOOKUPS = ("import_module", "__import__", "load")
 
 
 def test_the_import_linter_layers_contract_is_kept():
@@ -38,10 +41,59 @@ def test_the_import_linter_layers_contract_is_kept():
     assert "broken" in done.stdout and "0 broken" in done.stdout
 
 
+def layer_of(module: str) -> int | None:
+    """The layer of ``hypersched_nb.<package>...`` (None outside the layers)."""
+    parts = module.split(".")
+    if parts[0] != "hypersched_nb" or len(parts) < 2:
+        return None
+    return next((i for i, names in enumerate(LAYERS) if parts[1] in names), None)
+
+
+def lookups_of(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import by name with a literal name: ``import_module("m")``,
+    ``__import__("m")``, ``load("m:attr")``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+        arg = node.args[0]
+        if name in LOOKUPS and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            found.append((node.lineno, arg.value.partition(":")[0]))
+    return found
+
+
+def test_no_module_looks_up_a_higher_layer_by_name():
+    package = ROOT / "hypersched_nb"
+    upward = []
+    for path in sorted(package.rglob("*.py")):
+        own = layer_of("hypersched_nb." + ".".join(path.relative_to(package).parts))
+        for line, module in lookups_of(path):
+            target = layer_of(module)
+            if own is not None and target is not None and target > own:
+                upward.append(f"{path.relative_to(ROOT)}:{line} looks up {module}")
+    assert upward == []
+
+
+def test_the_lookup_check_sees_every_form(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text(
+        "import importlib\nimportlib.import_module('hypersched_nb.notebook.dashboard')\n"
+        "__import__('hypersched_nb.bench')\nload('hypersched_nb.sim.trace:Trace')\nload(name)\n"
+    )
+    found = [m for _, m in lookups_of(src)]
+    assert found == [
+        "hypersched_nb.notebook.dashboard",
+        "hypersched_nb.bench",
+        "hypersched_nb.sim.trace",
+    ]
+    assert [layer_of(m) for m in found] == [4, 4, 2]
+
+
 def test_importing_the_core_and_every_policy_loads_nothing_heavy():
     from hypersched_nb.core.policies import REGISTRY
 
-    modules = sorted({REGISTRY[n].partition(":")[0] for n in written_policies()})
+    modules = sorted({target.partition(":")[0] for target in REGISTRY.values()})
     code = (
         "import json, sys, importlib\n"
         "before = set(sys.modules)\n"

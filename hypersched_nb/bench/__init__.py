@@ -1,1 +1,1 @@
-"""Benchmark harness: ``python -m hypersched_nb bench`` (DESIGN.md's contract; see ``cli``)."""
+"""Benchmark harness: ``python -m hypersched_nb bench`` (a contract: docs/design.md; see ``cli``)."""

@@ -1,4 +1,6 @@
-"""``python -m hypersched_nb bench``: replay a trace under several policies (DESIGN.md).
+"""``python -m hypersched_nb bench``: replay a trace under several policies.
+
+The command and its JSON are a contract, described in docs/design.md.
 
 Every (policy, deadline, seed) is one simulated search; seed s offers the same configurations
 in the same order to every policy. Bad input is refused before anything runs, with one line
@@ -18,27 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hypersched_nb.bench.table import format_table
-from hypersched_nb.core.policies import REGISTRY, create, names, resolve
+from hypersched_nb.core.policies import create, names
 from hypersched_nb.core.scaling import ScalingCurve
 from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
 from hypersched_nb.sim.trace import Trace, load_trace
 
-__all__ = ["ROW_FIELDS", "build_parser", "main"]
+__all__ = ["build_parser", "main"]
 
 PROG = "python -m hypersched_nb bench"
-#: the fields of one run in the JSON file, in order (DESIGN.md's contract)
-ROW_FIELDS = (
-    "policy",
-    "deadline",
-    "seed",
-    "best",
-    "oracle",
-    "trials_started",
-    "time_to_target",
-    "worker_seconds_busy",
-    "worker_seconds_billed",  # issue 3: ∫ cluster size dt (elastic policies size the cluster)
-)
 
 
 class _UsageError(Exception):
@@ -55,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Replay a learning-curve trace under several scheduling policies and "
         "report the best metric each reached by each deadline.",
-        epilog=f"policies: {_policy_list()}. Deadlines are in trace seconds; seeds are "
+        epilog=f"policies: {', '.join(names())}. Deadlines are in trace seconds; seeds are "
         "0 ... K-1 and seed s offers the same configurations to every policy.",
     )
     a = p.add_argument
@@ -93,15 +83,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _policy_list() -> str:
-    """The registered names, saying which ones this build does not have yet."""
-    from importlib.util import find_spec
-
-    have = [n for n in names() if find_spec(REGISTRY[n].partition(":")[0]) is not None]
-    missing = [n for n in names() if n not in have]
-    return ", ".join(have) + (f" (not in this build: {', '.join(missing)})" if missing else "")
-
-
 @dataclass(frozen=True)
 class Plan:
     trace: Trace
@@ -116,18 +97,42 @@ class Plan:
 
 def _plan(args: argparse.Namespace) -> Plan:
     """Check every input before anything runs; raise a one-line HyperschedError."""
-    deadlines = []
-    for text in args.deadlines.split(","):
-        try:
-            value = float(text)
-        except ValueError:
-            raise ConfigError(f"deadline {text.strip()!r} is not a number of seconds") from None
-        if not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"deadline {text.strip()} must be a positive number of seconds")
-        deadlines.append(value)
+    deadlines = [_deadline(text) for text in args.deadlines.split(",")]
     policies = list(dict.fromkeys(p.strip() for p in args.policies.split(",") if p.strip()))
     if not policies:
         raise ConfigError("`--policies` names no policy")
+    _check_numbers(args)
+    if args.json is not None and not args.json.parent.resolve().is_dir():
+        raise ConfigError(f"`--json` folder {str(args.json.parent)!r} does not exist")
+    trace = load_trace(args.trace)
+    settings = SimSettings(
+        workers=args.workers, configs=args.configs, max_epochs=args.max_epochs,
+        min_epochs=args.min_epochs, eta=args.eta, startup=args.startup, target=args.target,
+        scaling=None if args.scaling is None else ScalingCurve.parse(args.scaling),
+        cost_budget=args.cost_budget,
+    )  # fmt: skip
+    R = args.max_epochs or trace.longest
+    for name in policies:  # a policy refuses its settings here, not after an hour of runs
+        try:
+            create(name, max_epochs=R, min_epochs=args.min_epochs, eta=args.eta, seed=0)
+        except ImportError as exc:
+            raise ConfigError(
+                f"policy {name!r} is registered but cannot be loaded ({exc})"
+            ) from None
+    return Plan(trace, policies, deadlines, args.seeds, settings)
+
+
+def _deadline(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"deadline {text.strip()!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"deadline {text.strip()} must be a positive number of seconds")
+    return value
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
     for name, value, low in (
         ("--workers", args.workers, 1),
         ("--seeds", args.seeds, 1),
@@ -139,32 +144,9 @@ def _plan(args: argparse.Namespace) -> Plan:
         raise ConfigError(f"`--max-epochs` is {args.max_epochs}, but must be >= 1")
     if args.startup is not None and not (math.isfinite(args.startup) and args.startup >= 0):
         raise ConfigError(f"`--startup` is {args.startup}, but must be >= 0 seconds")
-    if args.cost_budget is not None and not (math.isfinite(args.cost_budget) and args.cost_budget > 0):
-        raise ConfigError(f"`--cost-budget` is {args.cost_budget}, but must be > 0 worker-seconds")
-    if args.json is not None and not args.json.parent.resolve().is_dir():
-        raise ConfigError(f"`--json` folder {str(args.json.parent)!r} does not exist")
-    trace = load_trace(args.trace)
-    settings = SimSettings(
-        workers=args.workers,
-        configs=args.configs,
-        max_epochs=args.max_epochs,
-        min_epochs=args.min_epochs,
-        eta=args.eta,
-        scaling=None if args.scaling is None else ScalingCurve.parse(args.scaling),
-        startup=args.startup,
-        target=args.target,
-        cost_budget=args.cost_budget,
-    )
-    R = args.max_epochs or trace.longest
-    for name in policies:
-        try:
-            resolve(name)
-        except ImportError as exc:
-            raise ConfigError(
-                f"policy {name!r} is registered but cannot be loaded ({exc})"
-            ) from None
-        create(name, max_epochs=R, min_epochs=args.min_epochs, eta=args.eta, seed=0)
-    return Plan(trace, policies, deadlines, args.seeds, settings)
+    budget = args.cost_budget
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise ConfigError(f"`--cost-budget` is {budget}, but must be > 0 worker-seconds")
 
 
 # ------------------------------------------------------------------ running
@@ -181,19 +163,19 @@ def _run_one(
     task: tuple[str, float, int], settings: SimSettings, trace: Trace | None = None
 ) -> dict:
     policy, deadline, seed = task
-    row = simulate(trace or _TRACE, policy, deadline, seed, settings)
-    return {k: _plain(row[k]) for k in ROW_FIELDS}
+    return simulate(trace or _TRACE, policy, deadline, seed, settings).record.to_json()
 
 
-def _plain(value):
-    """JSON has no NaN: a metric never reported is null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+@dataclass(frozen=True)
+class Failure:
+    """The run that failed, and how."""
+
+    task: tuple[str, float, int]  # policy, deadline, seed
+    error: BaseException
 
 
-def run_plan(plan: Plan, jobs: int = 1, progress=None) -> tuple[list[dict], BaseException | None]:
-    """Rows of the runs done, in task order, and the error that stopped them (if any)."""
+def run_plan(plan: Plan, jobs: int = 1, progress=None) -> tuple[list[dict], Failure | None]:
+    """Rows of the runs done, in task order, and the failure that stopped them (if any)."""
     tasks, rows = plan.tasks(), []
     if jobs == 1:
         try:
@@ -202,7 +184,7 @@ def run_plan(plan: Plan, jobs: int = 1, progress=None) -> tuple[list[dict], Base
                 if progress:
                     progress(i + 1, len(tasks))
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - reported, rows kept
-            return rows, _with_task(exc, tasks[len(rows)])
+            return rows, Failure(tasks[len(rows)], exc)
         return rows, None
     from concurrent.futures import ProcessPoolExecutor
 
@@ -215,15 +197,10 @@ def run_plan(plan: Plan, jobs: int = 1, progress=None) -> tuple[list[dict], Base
             except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - reported, rows kept
                 for f in futures:
                     f.cancel()
-                return [done[j] for j in sorted(done)], _with_task(exc, tasks[i])
+                return [done[j] for j in sorted(done)], Failure(tasks[i], exc)
             if progress:
                 progress(i + 1, len(tasks))
     return [done[i] for i in range(len(tasks))], None
-
-
-def _with_task(exc: BaseException, task: tuple[str, float, int]) -> BaseException:
-    exc.task = task  # type: ignore[attr-defined]  # named in the one-line message
-    return exc
 
 
 def write_json(path: Path, trace: str, workers: int, rows: list[dict]) -> None:
@@ -252,14 +229,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    rows, error = run_plan(plan, args.jobs, _progress if sys.stderr.isatty() else None)
+    rows, failure = run_plan(plan, args.jobs, _progress if sys.stderr.isatty() else None)
     if rows:
         print(format_table(rows, plan), flush=True)
     if args.json is not None:
         write_json(args.json, args.trace, args.workers, rows)
     took = time.perf_counter() - started
-    if error is not None:
-        policy, deadline, seed = getattr(error, "task", ("?", 0, 0))
+    if failure is not None:
+        (policy, deadline, seed), error = failure.task, failure.error
         why = f"{type(error).__name__}: {error}".splitlines()[0]
         saved = f"; {len(rows)} finished run(s) written to {args.json}" if args.json else ""
         print(

@@ -30,7 +30,7 @@ def _grid(title: str, header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([title, line(header), rule, *map(line, rows)])

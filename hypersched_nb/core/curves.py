@@ -108,7 +108,9 @@ def _basis(name: str, x: np.ndarray, horizon: float, res: int) -> np.ndarray:
     if name == "pow3":
         return -(x ** -np.geomspace(0.02, 4.0, 2 * res)[:, None])
     if name == "pow4":
-        s, alpha = _mesh(np.concatenate(([0.0], np.geomspace(0.1, T, r2 - 1))), np.geomspace(0.05, 4.0, r2))
+        s, alpha = _mesh(
+            np.concatenate(([0.0], np.geomspace(0.1, T, r2 - 1))), np.geomspace(0.05, 4.0, r2)
+        )
         return -((x + s) ** -alpha)
     if name in ("log_power", "hill"):  # the same shapes, two parametrisations
         tau, gam = _mesh(taus, shapes if name == "hill" else np.geomspace(0.2, 8.0, r2))
@@ -126,7 +128,9 @@ def _basis(name: str, x: np.ndarray, horizon: float, res: int) -> np.ndarray:
     if name == "ilog2":
         return -1.0 / np.log(x + 1.0)[None, :]
     if name == "vapor_pressure":
-        b, c = _mesh(-np.concatenate(([0.0], np.geomspace(0.05, 2 * T, r2 - 1))), np.linspace(0.0, 1.5, r2))
+        b, c = _mesh(
+            -np.concatenate(([0.0], np.geomspace(0.05, 2 * T, r2 - 1))), np.linspace(0.0, 1.5, r2)
+        )
         return x**c * np.exp(b / x)
     if name == "log_log_linear":
         return np.log(np.log(x) + np.geomspace(0.02, 2 * T, 2 * res)[:, None])
@@ -253,7 +257,9 @@ def predict(
     sign = 1.0 if mode == "max" else -1.0
     s = sign * np.asarray(values, dtype=float)
     if x.shape != s.shape:
-        raise ConfigError(f"`epochs` has shape {x.shape} and `values` {s.shape}, but they must match")
+        raise ConfigError(
+            f"`epochs` has shape {x.shape} and `values` {s.shape}, but they must match"
+        )
     ok = np.isfinite(s) & np.isfinite(x) & (x >= 1)
     x, s = x[ok], s[ok]
     lo, hi = -math.inf, math.inf
@@ -364,10 +370,21 @@ class CurveCache:
     predicts the same. Other keywords go to :func:`predict`.
     """
 
-    def __init__(self, horizon: int, *, bounds="auto", samples: int = 200, seed: int | None = None, **options):
-        if not (bounds is None or bounds == "auto" or (isinstance(bounds, tuple) and len(bounds) == 2)):
-            raise ConfigError(f"`bounds` is {bounds!r}, but must be 'auto', None or a (low, high) pair")
-        self.horizon, self.bounds, self.samples, self.options = int(horizon), bounds, samples, options
+    def __init__(
+        self, horizon: int, *, bounds="auto", samples: int = 200, seed: int | None = None, **options
+    ):
+        if not (
+            bounds is None or bounds == "auto" or (isinstance(bounds, tuple) and len(bounds) == 2)
+        ):
+            raise ConfigError(
+                f"`bounds` is {bounds!r}, but must be 'auto', None or a (low, high) pair"
+            )
+        self.horizon, self.bounds, self.samples, self.options = (
+            int(horizon),
+            bounds,
+            samples,
+            options,
+        )
         self._rng = np.random.default_rng(seed)
         self._cache: dict[int, tuple[int, Prediction]] = {}
         self._unit, self._nonneg = True, True
@@ -394,9 +411,15 @@ class CurveCache:
         e = trial.epochs
         at = np.arange(e + 1, self.horizon + 1) if e < self.horizon else np.array([e])
         pred = predict(
-            np.arange(1, len(trial.metrics) + 1), np.asarray(trial.metrics, dtype=float), at,
-            mode=mode, bounds=self.bounds_for(mode), samples=self.samples,
-            horizon=max(self.horizon, e), rng=self._rng, **self.options,
+            np.arange(1, len(trial.metrics) + 1),
+            np.asarray(trial.metrics, dtype=float),
+            at,
+            mode=mode,
+            bounds=self.bounds_for(mode),
+            samples=self.samples,
+            horizon=max(self.horizon, e),
+            rng=self._rng,
+            **self.options,
         )
         self._cache[trial.trial_id] = (e, pred)
         return pred

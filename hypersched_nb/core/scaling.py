@@ -27,7 +27,9 @@ class ScalingCurve:
             try:
                 k, s = _worker_count(k), float(s)
             except (TypeError, ValueError):
-                raise ConfigError(f"scaling point {k!r}: {s!r} is not a worker count and a speed-up") from None
+                raise ConfigError(
+                    f"scaling point {k!r}: {s!r} is not a worker count and a speed-up"
+                ) from None
             if k < 1:
                 raise ConfigError(f"scaling point {k} workers is not allowed; workers must be >= 1")
             if not s > 0:
@@ -38,7 +40,7 @@ class ScalingCurve:
         self._cache: dict[int, float] = {}
 
     @classmethod
-    def parse(cls, spec: "str | Mapping | ScalingCurve | None") -> "ScalingCurve":
+    def parse(cls, spec: str | Mapping | ScalingCurve | None) -> ScalingCurve:
         """From a curve, a mapping, a JSON object string or a named profile."""
         if isinstance(spec, ScalingCurve):
             return spec
@@ -75,7 +77,7 @@ class ScalingCurve:
         return s0 + (s1 - s0) * (k - k0) / (k1 - k0)
 
     def as_dict(self) -> dict[int, float]:
-        return dict(zip(self._ks, self._ss))
+        return dict(zip(self._ks, self._ss, strict=True))
 
     def __repr__(self) -> str:
         return f"ScalingCurve({self.as_dict()})"

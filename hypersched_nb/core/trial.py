@@ -7,7 +7,7 @@ import math
 
 from hypersched_nb.errors import InvalidTransition
 
-__all__ = ["TrialState", "Trial", "TRANSITIONS", "transition", "lifecycle_mermaid"]
+__all__ = ["TrialState", "TrialEnding", "Trial", "TRANSITIONS", "transition", "lifecycle_mermaid"]
 
 
 class TrialState(enum.Enum):
@@ -19,6 +19,19 @@ class TrialState(enum.Enum):
 
     def __repr__(self) -> str:
         return f"TrialState.{self.name}"
+
+
+class TrialEnding(enum.Enum):
+    """How a trial's run ended, as the driver tells whoever watches the search."""
+
+    COMPLETED = "COMPLETED"  # reached max_epochs, or its trainable said it cannot go further
+    STOPPED = "STOPPED"  # stopped early: by the policy, or because the search ended
+    RETIRED = "RETIRED"  # the policy will never start or resume it
+    DIVERGED = "DIVERGED"  # it reported a non-finite metric
+    FAILED = "FAILED"  # its code raised
+
+    def __repr__(self) -> str:
+        return f"TrialEnding.{self.name}"
 
 
 _P, _R, _Z, _T, _E = (
@@ -48,7 +61,7 @@ TRANSITIONS: dict[TrialState, dict[str, TrialState]] = {
 }
 
 
-def transition(trial: "Trial", move: str) -> TrialState:
+def transition(trial: Trial, move: str) -> TrialState:
     """Move ``trial`` by ``move`` or raise :class:`InvalidTransition`."""
     try:
         new = TRANSITIONS[trial.state][move]

@@ -4,21 +4,19 @@ The driver thread holds a :class:`Gate` while it decides and lets go of it only 
 waits for the runtime; observers (snapshots, the dashboard) read inside it, and a reader
 that asks goes before the driver's next turn, so a fast simulated search cannot starve a
 dashboard. :class:`Observed` wraps the real runtime: it records which trial held how many
-workers when (for the allocation plot), waits in slices on a wall clock (so that a moved
-deadline or a stop is seen within one slice), and drops results that a deadline moved
-closer has made late.
+workers when (for the allocation plot) and waits in slices on a wall clock (so that a moved
+deadline or a stop is seen within one slice). Results that a deadline moved closer has made
+late are the driver's to drop.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from contextlib import contextmanager
 
 from hypersched_nb.core.events import (
     Pause,
     Resize,
-    Result,
     ScaleCluster,
     Start,
     Stop,
@@ -64,26 +62,14 @@ class Gate:
 
 class Observed:
     """The runtime as the driver sees it: records who holds how many workers, when, and
-    lets observers in while the real runtime waits.
+    lets observers in while the real runtime waits."""
 
-    A deadline moved closer while the runtime waited may fall before results it returns:
-    those are dropped (that epoch ended past the deadline), so nothing reported after the
-    deadline in force ever counts.
-    """
-
-    def __init__(self, inner, clock, gate: Gate, poll: float | None, deadline=lambda: math.inf):
-        self.inner, self.clock, self.gate, self.poll, self.deadline = (
-            inner,
-            clock,
-            gate,
-            poll,
-            deadline,
-        )
+    def __init__(self, inner, clock, gate: Gate, poll: float | None):
+        self.inner, self.clock, self.gate, self.poll = inner, clock, gate, poll
         self.allocation: list[Allocation] = []
         self.capacity: list[tuple[float, int]] = [(clock.now(), inner.workers())]
         self.holding: dict[int, int] = {}
         self.peak: dict[int, int] = {}
-        self.done: set[int] = set()  # trials whose runtime said they cannot train further
         self.version = 0
 
     def workers(self) -> int:
@@ -108,8 +94,6 @@ class Observed:
             events = self.inner.advance(until)
         finally:
             self.gate.enter()
-        deadline = self.deadline()
-        events = [e for e in events if type(e) is not Result or e.time <= deadline]
         for e in events:
             kind = type(e)
             if kind is TrialFailed:
@@ -118,8 +102,6 @@ class Observed:
                 self.capacity.append((e.time, e.workers))
                 for tid in e.lost:
                     self._hold(e.time, tid, 0)
-            elif getattr(e, "done", False):
-                self.done.add(e.trial_id)
         if events:
             self.version += 1
         return events

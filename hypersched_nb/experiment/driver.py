@@ -16,7 +16,7 @@ from typing import Protocol
 
 from hypersched_nb.core.clock import Clock
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Decision
 from hypersched_nb.core.events import (
     Continue,
     DeadlineChanged,
@@ -33,12 +33,12 @@ from hypersched_nb.core.events import (
 )
 from hypersched_nb.core.policies import Policy
 from hypersched_nb.core.scaling import NONE, ScalingCurve
-from hypersched_nb.core.trial import Trial, TrialState, transition
+from hypersched_nb.core.trial import Trial, TrialEnding, TrialState, transition
 
 __all__ = ["Driver", "Outcome", "Runtime"]
 
-_RUN, _PEND, _PAUSE = TrialState.RUNNING, TrialState.PENDING, TrialState.PAUSED
-_CONTINUE = Decision.CONTINUE
+_RUNNING, _PENDING, _PAUSED = TrialState.RUNNING, TrialState.PENDING, TrialState.PAUSED
+_CONTINUE, _PAUSE = Decision.CONTINUE, Decision.PAUSE
 _isfinite = math.isfinite
 # PolicyContext is a named tuple made at every turn of the loop: built as the tuple it is,
 # from all its fields in order, it skips the Python call of its generated constructor.
@@ -74,7 +74,8 @@ class Outcome:
 
 
 class Driver:
-    """Runs one search. ``offers`` yields configurations (None when there are no more)."""
+    """Runs one search. ``offers`` yields configurations (None when there are no more);
+    ``on_trial_over(trial, ending)`` hears of every trial whose run is over, and how."""
 
     def __init__(
         self,
@@ -89,7 +90,7 @@ class Driver:
         scaling: ScalingCurve = NONE,
         target: float | None = None,
         journal: bool = False,
-        on_trial_over: Callable[[Trial], None] | None = None,
+        on_trial_over: Callable[[Trial, TrialEnding], None] | None = None,
         max_workers: int | None = None,
         cost_budget: float | None = None,
     ):
@@ -110,7 +111,7 @@ class Driver:
         # elastic clusters: the policy may ask for a size up to max_workers; billing integrates it
         self.max_workers = max(self.capacity, max_workers or self.capacity)
         self.cost_budget = cost_budget
-        self._elastic = type(policy).cluster_size is not Policy.cluster_size
+        self._elastic = type(policy).elastic
         self._billed, self._billed_at = 0.0, clock.now()
         self._held = 0  # sum over running trials of max(workers, target): kept, not recounted
         base = Policy  # hooks left at the base's no-op are never called
@@ -140,9 +141,13 @@ class Driver:
                 break
             wake = self._wakeup()
             until = self.deadline if wake is None else min(self.deadline, max(wake, now))
+            events = advance(until)
+            # read after the wait: a deadline moved closer meanwhile (the notebook's slider)
+            # may fall before what it returns. Past the deadline in force an event is
+            # dropped, here and nowhere else, so nothing reported after it ever counts.
             deadline = self.deadline
-            for event in advance(until):
-                if event.time > deadline:  # a wall-clock runtime may report a little late
+            for event in events:
+                if event.time > deadline:
                     continue
                 if type(event) is Result:  # the hot path: one call fewer
                     on_result(event)
@@ -163,23 +168,23 @@ class Driver:
     # ------------------------------------------------------------------ events
 
     def _handle(self, event: Event) -> None:
-        if type(event) is Result:
-            self._on_result(event)
-        elif type(event) is TrialFailed:
+        """Every event but a Result (which :meth:`run` hands to :meth:`_on_result`)."""
+        if type(event) is TrialFailed:
             trial = self.trials[event.trial_id]
-            if trial.state is not _RUN:
+            if trial.state is not _RUNNING:
                 return
             trial.error = event.error
-            self._leave_running(trial, "TrialFailed", event.time, f"failed: {event.error.splitlines()[-1] if event.error else ''}")
+            last_line = event.error.splitlines()[-1] if event.error else ""
+            self._leave_running(trial, "TrialFailed", event.time, f"failed: {last_line}")
             self.policy.on_trial_error(trial, self._ctx())
-            self._trial_over(trial)
+            self._trial_over(trial, TrialEnding.FAILED)
         elif type(event) is WorkersChanged:
             self._bill(event.time)
             self.capacity = event.workers
             self._changed()
             for tid in event.lost:
                 trial = self.trials[tid]
-                if trial.state is _RUN:
+                if trial.state is _RUNNING:
                     self._leave_running(trial, "WorkerLost", event.time, "its worker was lost")
                     self.paused[tid] = trial
             self._log(event.time, None, "WorkersChanged", f"{event.workers} workers")
@@ -203,7 +208,7 @@ class Driver:
         if not _isfinite(metric):
             self._end(trial, Stop(tid), now, f"diverged: metric {metric}")
             self.policy.on_trial_remove(trial, self._ctx())
-            self._trial_over(trial)
+            self._trial_over(trial, TrialEnding.DIVERGED)
             return
         if score > trial.best_score:
             trial.best_score = score
@@ -215,33 +220,35 @@ class Driver:
         if done or epoch >= self.max_epochs:
             self._end(trial, Stop(tid), now, f"completed {epoch} epochs", "Complete")
             self.policy.on_trial_complete(trial, self._ctx())
-            self._trial_over(trial)
+            self._trial_over(trial, TrialEnding.COMPLETED)
             return
-        policy = self.policy
-        policy.why = ""
-        decision = _CONTINUE
+        verdict = CONTINUE
         if self._calls_result:
-            decision = policy.on_trial_result(trial, r, self._ctx())
+            verdict = self.policy.on_trial_result(trial, r, self._ctx())
+        decision = verdict.decision
         if decision is _CONTINUE:
             want = self.targets.get(tid, workers)
             if want == trial.workers or want <= 0:
                 self.runtime.execute(self._continue[tid])
-                return
-            if self._journal:
-                self._log(now, tid, "Resize", self.policy.why or f"{trial.workers} -> {want} workers")
-            self._held += want - max(trial.workers, want)
-            self._changed()
-            trial.workers = want
-            trial.results_since_start = 0
-            trial.last_start_at = now
-            self.runtime.execute(Resize(tid, want))
-        elif decision is Decision.PAUSE:
-            self._leave_running(trial, "Pause", now, self.policy.why or "paused")
+            else:
+                self._resize(trial, want, now, verdict.reason)
+        elif decision is _PAUSE:
+            self._leave_running(trial, "Pause", now, verdict.reason or "paused")
             self.paused[tid] = trial
             self.runtime.execute(Pause(tid))
         else:
-            self._end(trial, Stop(tid), now, self.policy.why or "stopped")
-            self._trial_over(trial)
+            self._end(trial, Stop(tid), now, verdict.reason or "stopped")
+            self._trial_over(trial, TrialEnding.STOPPED)
+
+    def _resize(self, trial: Trial, want: int, now: float, reason: str) -> None:
+        """Apply a target that changed by this epoch boundary: restart on ``want`` workers."""
+        self._log(now, trial.trial_id, "Resize", reason or f"{trial.workers} -> {want} workers")
+        self._held += want - max(trial.workers, want)
+        self._changed()
+        trial.workers = want
+        trial.results_since_start = 0
+        trial.last_start_at = now
+        self.runtime.execute(Resize(trial.trial_id, want))
 
     # ------------------------------------------------------------------ scheduling
 
@@ -269,16 +276,15 @@ class Driver:
                 self._set_targets(targets)
 
     def _retire(self, now: float) -> None:
-        policy = self.policy
-        for tid in list(policy.retire(self._ctx())):
+        for tid, reason in self.policy.retire(self._ctx()).items():
             trial = self.trials[tid]
-            if trial.state in (_PEND, _PAUSE):
+            if trial.state in (_PENDING, _PAUSED):
                 self.pending.pop(tid, None)
                 self.paused.pop(tid, None)
                 transition(trial, "Stop")
-                trial.stopped_at, trial.reason = now, policy.why or "retired"
+                trial.stopped_at, trial.reason = now, reason or "retired"
                 self._log(trial.stopped_at, tid, "Stop", trial.reason)
-                self._trial_over(trial)
+                self._trial_over(trial, TrialEnding.RETIRED)
 
     def _set_targets(self, targets) -> None:
         """Keep every requested shrink; grant grows in the policy's order while workers last."""
@@ -345,7 +351,7 @@ class Driver:
         return self.policy.next_wakeup(self._ctx()) if self._calls_wakeup else None
 
     def _start(self, trial: Trial, now: float) -> None:
-        restore = trial.state is _PAUSE
+        restore = trial.state is _PAUSED
         self.pending.pop(trial.trial_id, None)
         self.paused.pop(trial.trial_id, None)
         transition(trial, "Start")
@@ -363,23 +369,23 @@ class Driver:
 
     # ------------------------------------------------------------------ endings
 
-    def _leave_running(self, trial: Trial, move: str, now: float, why: str) -> None:
+    def _leave_running(self, trial: Trial, move: str, now: float, reason: str) -> None:
         del self.running[trial.trial_id]
         self._held -= max(trial.workers, self.targets.pop(trial.trial_id, 0))
         self._changed()
         transition(trial, move)
         trial.workers = 0
-        trial.reason = why
-        self._log(now, trial.trial_id, move, why)
+        trial.reason = reason
+        self._log(now, trial.trial_id, move, reason)
 
-    def _end(self, trial: Trial, stop: Stop, now: float, why: str, move: str = "Stop") -> None:
-        self._leave_running(trial, move, now, why)
+    def _end(self, trial: Trial, stop: Stop, now: float, reason: str, move: str = "Stop") -> None:
+        self._leave_running(trial, move, now, reason)
         trial.stopped_at = now
         self.runtime.execute(stop)
 
-    def _trial_over(self, trial: Trial) -> None:
+    def _trial_over(self, trial: Trial, ending: TrialEnding) -> None:
         if self._on_trial_over is not None:
-            self._on_trial_over(trial)
+            self._on_trial_over(trial, ending)
 
     def _finish(self) -> None:
         now = min(self.clock.now(), self.deadline)
@@ -387,7 +393,7 @@ class Driver:
         for trial in list(self.running.values()):
             self._end(trial, Stop(trial.trial_id), now, reason)
             self.policy.on_trial_remove(trial, self._ctx())
-            self._trial_over(trial)
+            self._trial_over(trial, TrialEnding.STOPPED)
         self.outcome.ended_at = now
         self._bill(now)
         self.outcome.worker_seconds_billed = self._billed
@@ -402,23 +408,26 @@ class Driver:
         ctx = self._ctx_now
         if ctx is not None and ctx.now == now and ctx.deadline == self.deadline:
             return ctx
-        ctx = self._ctx_now = _tuple_new(PolicyContext, (  # see _tuple_new
-            now,
-            self.deadline,
-            self.capacity,
-            self.capacity - self._held,  # free
-            self.trials,
-            self.pending,
-            self.running,
-            self.paused,
-            self.mode,
-            self.scaling,
-            self.startups,
-            self._offers_left,
-            self.max_workers,
-            self.cost_budget,
-            self._billed + self.capacity * (now - self._billed_at),
-        ))
+        ctx = self._ctx_now = _tuple_new(
+            PolicyContext,
+            (  # see _tuple_new
+                now,
+                self.deadline,
+                self.capacity,
+                self.capacity - self._held,  # free
+                self.trials,
+                self.pending,
+                self.running,
+                self.paused,
+                self.mode,
+                self.scaling,
+                self.startups,
+                self._offers_left,
+                self.max_workers,
+                self.cost_budget,
+                self._billed + self.capacity * (now - self._billed_at),
+            ),
+        )
         return ctx
 
     def _changed(self) -> None:
@@ -426,6 +435,8 @@ class Driver:
         builds a new context."""
         self._ctx_now = None
 
-    def _log(self, now: float, tid: int | None, action: str, why: str) -> None:
+    def _log(self, now: float, tid: int | None, action: str, reason: str) -> None:
         if self._journal:
-            self.outcome.journal.append({"time": now, "trial": tid, "action": action, "reason": why})
+            self.outcome.journal.append(
+                {"time": now, "trial": tid, "action": action, "reason": reason}
+            )

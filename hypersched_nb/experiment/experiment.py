@@ -1,33 +1,35 @@
 """The user's object: one deadline-aware search that runs in the background of a kernel.
 
 ``Experiment`` builds a policy, a configuration source (an Optuna sampler by ask-and-tell)
-and a runtime (a Dask cluster, or the trace simulator through :meth:`Experiment.replay`),
+and a session (a Dask cluster, or the trace simulator through :meth:`Experiment.replay`),
 then runs the one driver loop on a thread of its own, so that a notebook stays free for the
 dashboard, the deadline slider and the magic. Everything a view shows comes from
 :meth:`Experiment.statistics`, a frozen :class:`ExperimentSnapshot`.
 
 Threads: observers read the driver's records only between its turns (see ``_observed``).
 A new deadline is written where the driver reads it on every turn; on a wall clock the
-driver waits in slices of ``poll`` seconds, so a deadline moved closer (or a stop) takes
-effect within one slice.
+driver waits in slices of ``poll`` seconds, so that a deadline moved closer (or a stop)
+takes effect within one slice. Where the search runs, its thread and its status are the
+session's (see ``_session``).
 """
 
 from __future__ import annotations
 
 import math
-import os
-import threading
+from collections.abc import Mapping
 from datetime import datetime
 
 from hypersched_nb.core.policies import REGISTRY, Policy, check_budget, create
 from hypersched_nb.core.scaling import LINEAR, ScalingCurve
-from hypersched_nb.core.trial import Trial, TrialState
+from hypersched_nb.core.trial import Trial, TrialEnding
 from hypersched_nb.errors import ConfigError, HyperschedError
-from hypersched_nb.experiment._observed import Gate, Observed
+from hypersched_nb.experiment._observed import Observed
+from hypersched_nb.experiment._session import Launch, Session
 from hypersched_nb.experiment.deadline import format_duration, parse_deadline, resolve_deadline
 from hypersched_nb.experiment.driver import Driver, Outcome
 from hypersched_nb.experiment.snapshot import Best, ExperimentSnapshot, TrialRow
 from hypersched_nb.experiment.space import config_source
+from hypersched_nb.runtime.checkpoint import BestCheckpoint
 
 __all__ = ["Experiment"]
 
@@ -37,17 +39,24 @@ class Experiment:
 
     ``trainable`` is a :class:`~hypersched_nb.Trainable` subclass; ``space`` maps parameter
     names to Optuna distributions (a list means a categorical choice, any other plain value
-    is fixed) or is a list of configurations offered in order; ``deadline`` is a budget
-    (``"20m"``), a wall-clock time (``"17:00"``) or seconds; ``cluster`` is a number of local
-    workers, a scheduler address or a ``distributed.Client`` (None: one worker per GPU, or
-    CPU slots); ``sampler`` is ``"tpe"``, ``"random"``, ``"qmc"`` or an Optuna sampler;
-    ``configs`` bounds how many configurations are offered; other keywords go to the policy.
+    is fixed) or is a list of configurations offered in order (None: the trainable's
+    ``space()``). Every other setting is a keyword: ``deadline`` is a budget (``"20m"``), a
+    wall-clock time (``"17:00"``) or seconds; ``policy`` a registered name or a ready-made
+    :class:`~hypersched_nb.core.policies.Policy`, and ``policy_params`` a named policy's
+    own settings (``{"pause": False}``); ``cluster`` a number of local workers, a
+    scheduler address or a ``distributed.Client`` (None: one worker per GPU, or CPU slots);
+    ``sampler`` ``"tpe"``, ``"random"``, ``"qmc"`` or an Optuna sampler; ``configs`` bounds
+    how many configurations are offered.
     """
+
+    # (runtime, clock) of a search that runs on them instead of a Dask cluster: set by _on()
+    _given: tuple | None = None
 
     def __init__(
         self,
-        trainable=None,
+        trainable,
         space=None,
+        *,
         metric: str = "val_acc",
         mode: str = "max",
         deadline="20m",
@@ -55,20 +64,18 @@ class Experiment:
         min_epochs: int = 1,
         eta: float = 4,
         policy: str | Policy = "hypersched",
+        policy_params: Mapping | None = None,
         cluster=None,
         sampler="tpe",
         seed: int = 0,
         checkpoint_dir=None,
         scaling=None,
-        *,
         configs: int | None = None,
         target: float | None = None,
-        runtime=None,
-        clock=None,
         poll: float = 0.25,
-        **policy_params,
     ):
-        _check(trainable, runtime, clock, metric, mode, max_epochs, min_epochs, eta, seed, cluster, poll)  # fmt: skip
+        live = self._given is None
+        _check(trainable, live, metric, mode, max_epochs, min_epochs, eta, seed, cluster, poll)
         if space is None:
             space = getattr(trainable, "space", lambda: None)()
             if space is None:
@@ -84,39 +91,41 @@ class Experiment:
         self.source = config_source(
             space, sampler=sampler, seed=seed, mode=mode, max_configs=configs
         )
-        self._runtime, self._clock, self._poll = runtime, clock, poll
+        self._session = Session(poll=poll) if live else Session(*self._given)
         self._driver: Driver | None = None
         self._observed: Observed | None = None
-        self._gate = Gate()
-        self._thread: threading.Thread | None = None
-        self._done = threading.Event()
-        self._status = "created"
-        self._lock = threading.Lock()  # status changes from the user's and the driver's threads
-        self._error: BaseException | None = None
-        self._started: datetime | None = None
-        self._close = None
         self._user_events: list[dict] = []
 
-    def _policy(self, policy, params: dict) -> Policy:
+    @classmethod
+    def _on(cls, runtime, clock, space, **settings) -> Experiment:
+        """A search that runs on ``runtime`` and ``clock`` instead of a Dask cluster: a
+        replayed trace, or a test's own runtime. ``settings`` are the constructor's."""
+        exp = cls.__new__(cls)
+        exp._given = (runtime, clock)
+        exp.__init__(None, space, **settings)
+        return exp
+
+    def _policy(self, policy, params: Mapping | None) -> Policy:
         if isinstance(policy, Policy):
-            if params:
+            if params is not None:
                 raise ConfigError(
-                    f"policy keywords {sorted(params)} given with a ready-made policy object"
+                    "`policy_params` is given with a ready-made policy; pass its settings to its constructor"
                 )
             return policy
         if policy not in REGISTRY:
             raise ConfigError(f"`policy` is {policy!r}, but must be one of {', '.join(REGISTRY)}")
-        try:
-            return create(
-                policy,
-                max_epochs=self.max_epochs,
-                min_epochs=self.min_epochs,
-                eta=self.eta,
-                seed=self.seed,
-                **params,
+        if params is not None and not isinstance(params, Mapping):
+            raise ConfigError(
+                f"`policy_params` is {params!r}, but must be a dict of the policy's own settings"
             )
-        except TypeError as exc:  # an unknown keyword for this policy
-            raise ConfigError(f"policy {policy!r}: {exc}") from None
+        return create(
+            policy,
+            max_epochs=self.max_epochs,
+            min_epochs=self.min_epochs,
+            eta=self.eta,
+            seed=self.seed,
+            **(params or {}),
+        )
 
     # ------------------------------------------------------------------ simulated searches
 
@@ -126,6 +135,7 @@ class Experiment:
         trace,
         *,
         policy: str | Policy = "hypersched",
+        policy_params: Mapping | None = None,
         deadline: float,
         workers: int = 8,
         configs: int = 100,
@@ -136,123 +146,65 @@ class Experiment:
         scaling=None,
         startup: float | None = None,
         target: float | None = None,
-        **policy_params,
     ) -> Experiment:
         """A search replayed on a learning-curve trace (a name, a path or a loaded trace)
         on a virtual clock: the same offers, policy and driver as ``bench``, in seconds of
         trace time, with the snapshots, results and events of a live search."""
-        from hypersched_nb.sim.clock import VirtualClock
-        from hypersched_nb.sim.runtime import SimRuntime, offers
+        from hypersched_nb.experiment.simulate import SimSettings, replayed
         from hypersched_nb.sim.trace import Trace, load_trace
 
         trace = trace if isinstance(trace, Trace) else load_trace(trace)
-        R = max_epochs or trace.longest
-        curve = trace.scaling if scaling is None else ScalingCurve.parse(scaling)
-        clock = VirtualClock()
-        runtime = SimRuntime(trace, clock, workers, scaling=curve, startup=startup, max_epochs=R)
-        return cls(
-            None, offers(trace, configs, seed), metric=trace.metric_name, mode=trace.mode,
-            deadline=deadline, max_epochs=R, min_epochs=min_epochs, eta=eta, policy=policy,
-            seed=seed, scaling=curve, target=target, runtime=runtime, clock=clock, **policy_params,
+        settings = SimSettings(
+            workers=workers, configs=configs, max_epochs=max_epochs, min_epochs=min_epochs,
+            eta=eta, scaling=None if scaling is None else ScalingCurve.parse(scaling),
+            startup=startup, target=target,
+        )  # fmt: skip
+        sim = replayed(trace, seed, settings)
+        return cls._on(
+            sim.runtime, sim.clock, sim.offered, metric=trace.metric_name, mode=trace.mode,
+            deadline=deadline, max_epochs=sim.max_epochs, min_epochs=min_epochs, eta=eta,
+            policy=policy, policy_params=policy_params, seed=seed, scaling=sim.scaling,
+            target=target,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ control
 
     def start(self) -> Experiment:
-        """Start the search on a background thread and return at once."""
-        if self._status != "created":
-            raise HyperschedError(
-                f"this experiment is {self._status}; build a new Experiment to search again"
-            )
-        runtime, clock, poll = self._runtime, self._clock, None
-        if runtime is None:  # the deadline counts from here, cluster start-up included
-            from hypersched_nb.runtime import WallClock
-
-            clock, self._started, poll = WallClock(), datetime.now(), self._poll
+        """Start the search on a background thread and return at once (on a cluster, the
+        deadline counts from here, the cluster's start included)."""
+        session = self._session
+        clock = session.open()
         deadline = resolve_deadline(
-            self._deadline_spec, elapsed=clock.now(), current=None, started=self._started
+            self._deadline_spec, elapsed=clock.now(), current=None, started=session.started
         )
-        if runtime is None:
-            runtime = self._live_runtime(clock)
+        if session.live and self.checkpoint_dir is None:  # a fresh folder per search
+            self.checkpoint_dir = session.run_folder()
+        launch = Launch(
+            self.trainable, self.cluster, self.checkpoint_dir, self.metric, self.mode, self.seed
+        )
+        runtime = session.connect(launch)
         try:
             scaling = self.scaling or getattr(runtime, "scaling", None) or LINEAR
-            self._observed = Observed(
-                runtime, clock, self._gate, poll, lambda: self._driver.deadline
-            )
+            self._observed = Observed(runtime, clock, session.gate, session.poll)
             self._driver = Driver(
                 self.policy, self._observed, clock, self.source, deadline=deadline,
                 max_epochs=self.max_epochs, mode=self.mode, scaling=scaling, target=self.target,
                 journal=True, on_trial_over=self._tell,
             )  # fmt: skip
         except BaseException:
-            self._shut(runtime)
+            session.close()
             raise
-        self._clock = clock
-        self._status = "running"
-        self._thread = threading.Thread(target=self._run, name="hypersched-driver", daemon=True)
-        self._thread.start()
+        session.run(self._driver)
         return self
 
-    def _live_runtime(self, clock):
-        from hypersched_nb.runtime import DaskRuntime, start_cluster
-
-        c = self.cluster
-        if c is None or isinstance(c, int):
-            client, self._close = start_cluster(c)
-        elif isinstance(c, str):
-            client, self._close = start_cluster(address=c)
-        else:
-            client, self._close = start_cluster(client=c)
-        if self.checkpoint_dir is None:  # a fresh folder per search (git ignores it)
-            self.checkpoint_dir = os.path.join(
-                "hypersched-runs", f"{self._started:%Y%m%d-%H%M%S}-{os.getpid()}"
-            )
-        try:
-            runtime = DaskRuntime(
-                self.trainable, client=client, clock=clock, metric=self.metric, mode=self.mode,
-                checkpoint_dir=self.checkpoint_dir, seed=self.seed,
-            )  # fmt: skip
-        except BaseException:
-            self._shut(None)
-            raise
-        return runtime
-
-    def _shut(self, runtime) -> None:
-        """Free the workers and close a cluster this experiment started."""
-        for closer in (getattr(runtime, "close", None), self._close):
-            if closer is not None:
-                try:
-                    closer()
-                except Exception:  # noqa: BLE001, S110 - a failing shutdown must not hide the result
-                    pass
-
-    def _run(self) -> None:
-        self._gate.enter()
-        try:
-            self._driver.run()
-            with self._lock:
-                self._status = "finished"
-        except BaseException as exc:  # noqa: BLE001 - kept, and raised again by wait()
-            with self._lock:
-                self._error, self._status = exc, "failed"
-        finally:
-            self._gate.leave()
-            self._shut(self._observed.inner)
-            self._done.set()
-
-    def _tell(self, trial: Trial) -> None:
-        complete = trial.epochs >= self.max_epochs or trial.trial_id in self._observed.done
-        self.source.tell(trial, complete=complete and trial.state is TrialState.TERMINATED)
+    def _tell(self, trial: Trial, ending: TrialEnding) -> None:
+        self.source.tell(trial, complete=ending is TrialEnding.COMPLETED)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the search is over (or ``timeout`` seconds); True when it is over.
-        Raises what the search raised, if it failed."""
-        if self._thread is None:
-            raise HyperschedError("the search has not started; call start() first")
-        over = self._done.wait(timeout)
-        if over and self._error is not None:
-            raise self._error
-        return over
+        Raises what the search raised, if it failed. In a notebook, the dashboard's slider
+        and stop button keep acting meanwhile."""
+        return self._session.wait(timeout)
 
     def run(self) -> Best | None:
         """Start, wait for the end and return the best result."""
@@ -264,16 +216,13 @@ class Experiment:
         """End the search gracefully: running trials stop at once, the best so far stays."""
         if self._driver is None:
             raise HyperschedError("the search has not started; nothing to stop")
-        with self._lock:
-            if self._status == "running":
-                self._status = "stopping"
-                self._driver.request_stop()
+        self._session.stop(self._driver.request_stop)
         if wait:
             self.wait()
 
     @property
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._session.done
 
     # ------------------------------------------------------------------ the deadline
 
@@ -296,11 +245,14 @@ class Experiment:
                 d = parse_deadline(self.deadline + d.seconds)
             self._deadline_spec = d
             return
-        if self._status != "running":
-            raise HyperschedError(f"the search is {self._status}; its deadline can no longer move")
-        now = self._clock.now()
+        session = self._session
+        if session.status != "running":
+            raise HyperschedError(
+                f"the search is {session.status}; its deadline can no longer move"
+            )
+        now = session.clock.now()
         new = resolve_deadline(
-            spec, elapsed=now, current=self._driver.deadline, started=self._started
+            spec, elapsed=now, current=self._driver.deadline, started=session.started
         )
         new = max(new, now)  # a deadline already past means now: nothing is undone
         self._driver.deadline = new
@@ -322,7 +274,7 @@ class Experiment:
         """The best result reported so far: trial, configuration, metric, epoch."""
         if self._driver is None:
             return None
-        with self._gate.reading():
+        with self._session.gate.reading():
             return self._best()
 
     def _best(self) -> Best | None:
@@ -333,7 +285,7 @@ class Experiment:
         epoch = trial.scores.index(trial.best_score) + 1
         return Best(trial.trial_id, dict(trial.config), trial.metrics[epoch - 1], epoch)
 
-    def best_checkpoint(self) -> dict | None:
+    def best_checkpoint(self) -> BestCheckpoint | None:
         """Where the weights of :attr:`best` are (``url``, ``sha256``, ``epoch``,
         ``trial_id``, ``metric``): its worker wrote them when that epoch became the search's
         best, unless writing them then would have cost more than the checkpoint budget (a
@@ -359,11 +311,11 @@ class Experiment:
             )
         from hypersched_nb.runtime import TrainContext, load_checkpoint
 
-        tid = info["trial_id"]
+        tid = info.trial_id
         trainable = self.trainable()
         ctx = TrainContext(trial_id=tid, seed=self._observed.inner.trial_seed(tid))
         trainable.setup(dict(self._driver.trials[tid].config), ctx)
-        trainable.load_state_dict(load_checkpoint(info["url"], info["sha256"]))
+        trainable.load_state_dict(load_checkpoint(info.url, info.sha256))
         return trainable
 
     @property
@@ -371,7 +323,7 @@ class Experiment:
         """Every decision with its reason (time, trial, action, reason), oldest first."""
         if self._driver is None:
             return []
-        with self._gate.reading():
+        with self._session.gate.reading():
             journal = list(self._driver.outcome.journal)
         return sorted(journal + list(self._user_events), key=lambda e: e["time"])
 
@@ -385,35 +337,27 @@ class Experiment:
         policy = getattr(self.policy, "name", type(self.policy).__name__)
         if self._driver is None:
             return ExperimentSnapshot(
-                time=0.0, deadline=self.deadline, status=self._status, metric=self.metric,
-                mode=self.mode, policy=policy, describe="", workers=0,
+                time=0.0, deadline=self.deadline, status=self._session.status,
+                metric=self.metric, mode=self.mode, policy=policy, describe="", workers=0,
             )  # fmt: skip
-        with self._gate.reading():
+        with self._session.gate.reading():
             return self._snapshot(policy)
 
     def _snapshot(self, policy: str) -> ExperimentSnapshot:
-        d, obs = self._driver, self._observed
-        now = d.outcome.ended_at if self._status == "finished" else self._clock.now()
+        d, obs, session = self._driver, self._observed, self._session
+        now = d.outcome.ended_at if session.status == "finished" else session.clock.now()
         rows = tuple(_row(t, obs.peak.get(t.trial_id, 0)) for t in d.trials.values())
         describe = self.policy.describe(d.context())
         error = None
-        if self._error is not None:
-            error = f"{type(self._error).__name__}: {self._error}"
+        if session.error is not None:
+            error = f"{type(session.error).__name__}: {session.error}"
         return ExperimentSnapshot(
-            time=now, deadline=d.deadline, status=self._status, metric=self.metric, mode=self.mode,
-            policy=policy, describe=describe, workers=d.capacity, trials=rows,
+            time=now, deadline=d.deadline, status=session.status, metric=self.metric,
+            mode=self.mode, policy=policy, describe=describe, workers=d.capacity, trials=rows,
             allocation=tuple(obs.allocation), capacity=tuple(obs.capacity), best=self._best(),
             events=tuple(sorted(list(d.outcome.journal) + list(self._user_events), key=lambda e: e["time"])),
-            started=self._started, error=error, version=obs.version,
+            started=session.started, error=error, version=obs.version,
         )  # fmt: skip
-
-    def dashboard(self, **options):
-        """The live widgets (``hypersched_nb.notebook.dashboard``), shown in a notebook."""
-        import importlib  # the notebook layer sits above this one: looked up, not imported
-
-        return importlib.import_module("hypersched_nb.notebook.dashboard").Dashboard(
-            self, **options
-        )
 
     def __repr__(self) -> str:
         snap = self.statistics()
@@ -434,18 +378,12 @@ def _row(t: Trial, peak: int) -> TrialRow:
     )  # fmt: skip
 
 
-def _check(
-    trainable, runtime, clock, metric, mode, max_epochs, min_epochs, eta, seed, cluster, poll
-) -> None:
+def _check(trainable, live, metric, mode, max_epochs, min_epochs, eta, seed, cluster, poll) -> None:
     """The constructor's checks: one-line errors naming the parameter."""
-    if runtime is None and not (
-        isinstance(trainable, type) and callable(getattr(trainable, "step", None))
-    ):
+    if live and not (isinstance(trainable, type) and callable(getattr(trainable, "step", None))):
         raise ConfigError(
             f"`trainable` is {trainable!r}, but must be a Trainable subclass (the class itself)"
         )
-    if runtime is not None and clock is None:
-        raise ConfigError("`clock` is None, but a custom `runtime` needs the clock it runs on")
     if not isinstance(metric, str) or not metric:
         raise ConfigError(
             f"`metric` is {metric!r}, but must be the name of a metric that step() returns"

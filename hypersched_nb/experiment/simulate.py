@@ -1,8 +1,15 @@
-"""One simulated search: a policy replaying a trace on a virtual clock through the driver."""
+"""Simulated searches: a policy replaying a trace on a virtual clock through the driver.
+
+:func:`replayed` sets up what a simulated search runs on; :func:`simulate` runs one to its
+end for the benchmark, and ``Experiment.replay`` runs one in the background as a live search
+runs. A finished simulation is a :class:`Simulation`; its :class:`RunRecord` is one run of
+the benchmark's JSON file, whose fields are that row's keys, in order.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 
 from hypersched_nb.core.policies import create
 from hypersched_nb.core.scaling import ScalingCurve
@@ -12,7 +19,7 @@ from hypersched_nb.sim.oracle import oracle_best
 from hypersched_nb.sim.runtime import SimRuntime, offers
 from hypersched_nb.sim.trace import Trace
 
-__all__ = ["SimSettings", "simulate"]
+__all__ = ["Replayed", "RunRecord", "SimSettings", "Simulation", "replayed", "simulate"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,83 @@ class SimSettings:
     cost_budget: float | None = None  # worker-seconds the search may bill (elastic policies)
 
 
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What a simulated search runs on: the trace replayed on a virtual clock, and the
+    configurations its seed offers, in order (the same for every policy)."""
+
+    trace: Trace
+    runtime: SimRuntime
+    clock: VirtualClock
+    offered: list[dict]
+    workers: int
+    max_epochs: int  # R
+    scaling: ScalingCurve
+    startup: float
+
+    def oracle(self, deadline: float) -> float:
+        """The best any schedule of these offers could reach by ``deadline``."""
+        return oracle_best(
+            self.trace, self.offered, workers=self.workers, deadline=deadline,
+            max_epochs=self.max_epochs, scaling=self.scaling, startup=self.startup,
+        )  # fmt: skip
+
+
+def replayed(trace: Trace, seed: int, settings: SimSettings) -> Replayed:
+    """Set up a simulated search of ``trace`` with seed ``seed``'s offers."""
+    R = settings.max_epochs or trace.longest
+    scaling = trace.scaling if settings.scaling is None else settings.scaling
+    startup = trace.startup_seconds if settings.startup is None else settings.startup
+    offered = offers(trace, settings.configs, seed)
+    clock = VirtualClock()
+    runtime = SimRuntime(
+        trace, clock, settings.workers, scaling=scaling, startup=startup, max_epochs=R
+    )
+    return Replayed(trace, runtime, clock, offered, settings.workers, R, scaling, startup)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One simulated search as a run of the benchmark's JSON file (see docs/design.md)."""
+
+    policy: str
+    deadline: float
+    seed: int
+    best: float  # NaN when nothing was reported
+    oracle: float
+    trials_started: int
+    time_to_target: float | None
+    worker_seconds_busy: float
+    worker_seconds_billed: float  # ∫ cluster size dt (elastic policies size the cluster)
+
+    @classmethod
+    def of(cls, policy: str, deadline: float, seed: int, out: Outcome, *, oracle: float):
+        return cls(
+            policy, float(deadline), seed, out.best, oracle, out.trials_started,
+            out.time_to_target, out.worker_seconds_busy, out.worker_seconds_billed,
+        )  # fmt: skip
+
+    def to_json(self) -> dict:
+        """The run as the JSON file has it: a metric never reported is null (JSON has no NaN)."""
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+
+
+def _plain(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """A finished simulated search: its benchmark record, the driver's outcome (with the
+    journal, when asked for) and the driver itself (its trials and policy)."""
+
+    record: RunRecord
+    outcome: Outcome
+    driver: Driver
+
+
 def simulate(
     trace: Trace,
     policy: str,
@@ -37,17 +121,12 @@ def simulate(
     *,
     journal: bool = False,
     policy_params: dict | None = None,
-) -> dict:
-    """Run ``policy`` on ``trace`` and return the benchmark JSON's row (plus the outcome)."""
-    R = settings.max_epochs or trace.longest
-    scaling = trace.scaling if settings.scaling is None else settings.scaling
-    startup = trace.startup_seconds if settings.startup is None else settings.startup
-    offered = offers(trace, settings.configs, seed)
-    clock = VirtualClock()
-    runtime = SimRuntime(trace, clock, settings.workers, scaling=scaling, startup=startup, max_epochs=R)
+) -> Simulation:
+    """Run ``policy`` on ``trace`` until ``deadline`` (seconds of trace time)."""
+    sim = replayed(trace, seed, settings)
     pol = create(
         policy,
-        max_epochs=R,
+        max_epochs=sim.max_epochs,
         min_epochs=settings.min_epochs,
         eta=settings.eta,
         seed=seed,
@@ -55,31 +134,17 @@ def simulate(
     )
     driver = Driver(
         pol,
-        runtime,
-        clock,
-        iter(offered),
+        sim.runtime,
+        sim.clock,
+        iter(sim.offered),
         deadline=deadline,
-        max_epochs=R,
+        max_epochs=sim.max_epochs,
         mode=trace.mode,
-        scaling=scaling,
+        scaling=sim.scaling,
         target=settings.target,
         journal=journal,
         cost_budget=settings.cost_budget,
     )
-    out: Outcome = driver.run()
-    return {
-        "policy": policy,
-        "deadline": float(deadline),
-        "seed": seed,
-        "best": out.best,
-        "oracle": oracle_best(
-            trace, offered, workers=settings.workers, deadline=deadline, max_epochs=R,
-            scaling=scaling, startup=startup,
-        ),
-        "trials_started": out.trials_started,
-        "time_to_target": out.time_to_target,
-        "worker_seconds_busy": out.worker_seconds_busy,
-        "worker_seconds_billed": out.worker_seconds_billed,
-        "_outcome": out,
-        "_driver": driver,
-    }
+    out = driver.run()
+    record = RunRecord.of(policy, deadline, seed, out, oracle=sim.oracle(deadline))
+    return Simulation(record, out, driver)

@@ -6,15 +6,16 @@ values; nothing here decides anything.
 
 from __future__ import annotations
 
-__all__ = ["Dashboard", "show", "write_report"]
+from hypersched_nb._lazy import lazy
 
+__all__ = ["Dashboard", "Experiment", "show", "write_report"]
 
-def __getattr__(name: str):
-    import importlib
-
-    where = {"Dashboard": "dashboard", "show": "static", "write_report": "report"}.get(name)
-    if where is None:
-        raise AttributeError(f"module 'hypersched_nb.notebook' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"hypersched_nb.notebook.{where}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy(
+    __name__,
+    {
+        "Dashboard": "hypersched_nb.notebook.dashboard",
+        "Experiment": "hypersched_nb.notebook.experiment",
+        "show": "hypersched_nb.notebook.static",
+        "write_report": "hypersched_nb.notebook.report",
+    },
+)

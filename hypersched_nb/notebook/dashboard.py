@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import threading
 
+from hypersched_nb.experiment._kernel_pump import cell_holds_controls
 from hypersched_nb.experiment.deadline import format_duration
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.notebook.figures import allocation_figure, curves_figure
@@ -22,6 +23,10 @@ from hypersched_nb.notebook.static import static_html
 __all__ = ["Dashboard"]
 
 _EVENTS_SHOWN = 8
+_HELD = (
+    "<br><i>a cell is running: the slider and the stop button act when it ends "
+    "(<code>exp.wait()</code> keeps them live)</i>"
+)
 
 
 class Dashboard:
@@ -43,6 +48,8 @@ class Dashboard:
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
         self._setting = False  # True while the code itself moves the slider
+        # the refresh thread and the widgets' callbacks (on the kernel's thread) take turns
+        self._lock = threading.RLock()
         self.header = w.HTML()
         self.policy_line = w.HTML()
         end = slider_max or max(3 * snap.deadline, 300.0)
@@ -110,14 +117,19 @@ class Dashboard:
                         self._handle.update(self._bundle(snap), raw=True)
                     break
         except Exception as exc:  # noqa: BLE001 - a thread has nowhere else to say it
-            self.header.value += f"<br>dashboard stopped: {html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
+            why = f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
+            self.header.value += f"<br>dashboard stopped: {why}"
 
     # ------------------------------------------------------------------ updates
 
     def refresh(self, snap: ExperimentSnapshot | None = None) -> ExperimentSnapshot:
         """Bring every widget up to ``snap`` (default: a new snapshot); returns it."""
-        snap = snap or self.experiment.statistics()
-        self.header.value = _header(snap)
+        with self._lock:
+            return self._refresh(snap or self.experiment.statistics())
+
+    def _refresh(self, snap: ExperimentSnapshot) -> ExperimentSnapshot:
+        held = not snap.done and cell_holds_controls()
+        self.header.value = _header(snap) + (_HELD if held else "")
         self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.describe else ""
         self._sync_slider(snap)
         if snap.version != self._version:
@@ -146,10 +158,11 @@ class Dashboard:
         self.slider_label.value = snap.deadline_text()
 
     def _on_slider(self, change) -> None:
-        if self._setting or self.experiment.statistics().done:
-            return
-        self.experiment.deadline = change["new"] * 60
-        self.refresh()
+        with self._lock:
+            if self._setting or self.experiment.statistics().done:
+                return
+            self.experiment.deadline = change["new"] * 60
+            self.refresh()
 
     def _on_stop(self, _button) -> None:
         self.experiment.stop(wait=False)

@@ -11,6 +11,7 @@ a few hundred kilobytes, not megabytes.
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 
@@ -101,8 +102,8 @@ def _grouped(snap: ExperimentSnapshot, times: list[float], series: dict, most: i
     """(the trials drawn one by one, (count, summed workers) of the rest or None)."""
     if len(series) <= most:
         return series, None
-    spans = [b - a for a, b in zip(times, times[1:])]
-    held = {tid: sum(w * d for w, d in zip(ys, spans)) for tid, ys in series.items()}
+    spans = [b - a for a, b in pairwise(times)]  # nothing is held after the last time
+    held = {tid: sum(w * d for w, d in zip(ys, spans, strict=False)) for tid, ys in series.items()}
     keep = set(sorted(held, key=lambda t: (-held[t], t))[:most])
     keep |= {r.trial_id for r in snap.trials if r.state == "RUNNING" and r.trial_id in series}
     if snap.best is not None and snap.best.trial_id in series:
@@ -110,7 +111,7 @@ def _grouped(snap: ExperimentSnapshot, times: list[float], series: dict, most: i
     rest = [ys for tid, ys in series.items() if tid not in keep]
     if not rest:
         return series, None
-    summed = [sum(column) for column in zip(*rest)]
+    summed = [sum(column) for column in zip(*rest, strict=True)]
     return {tid: series[tid] for tid in keep}, (len(rest), summed)
 
 

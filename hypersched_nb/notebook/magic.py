@@ -6,18 +6,21 @@
     %hypersched start DigitsCNN --metric val_acc --deadline 2m --workers 2 --max-epochs 30
     %hypersched status
     %hypersched deadline +10m
+    %hypersched wait
     %hypersched stop
 
-``start`` takes a trainable (a name in the notebook, or ``module:Class``) or an
-``Experiment`` the notebook already built (started or not: a running one is followed); it
-binds a new experiment to ``exp`` (``--name``) and shows the dashboard. The other subcommands act on the last search started here. Bad
-input is a one-line ``UsageError``; ``--help`` works on every subcommand.
+``start`` takes a trainable (a name in the notebook, a shipped example such as
+``DigitsCNN`` without an import, or ``module:Class``) or an ``Experiment`` the notebook
+already built (started or not: a running one is followed); once it runs, it binds a new
+experiment to ``exp`` (``--name``) and shows the dashboard. While a search started here
+runs, another ``start`` is refused and changes nothing. ``wait`` blocks until the end with
+the dashboard's controls still live. The other subcommands act on the last search started
+here. Bad input is a one-line ``UsageError``; ``--help`` works on every subcommand.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -28,11 +31,15 @@ from IPython.core.magic_arguments import (
     parse_argstring,
 )
 
+from hypersched_nb._lazy import load
 from hypersched_nb.errors import HyperschedError
+from hypersched_nb.experiment.experiment import Experiment as Search
+from hypersched_nb.notebook.dashboard import Dashboard
+from hypersched_nb.notebook.experiment import Experiment
 
 __all__ = ["HyperschedMagics"]
 
-COMMANDS = ("start", "status", "deadline", "stop")
+COMMANDS = ("start", "status", "deadline", "wait", "stop")
 
 
 class _Help(Exception):
@@ -54,7 +61,9 @@ def _start_parser() -> _Parser:
         prog="%hypersched start", description="Start a deadline-aware search in the background."
     )
     p.add_argument(
-        "trainable", help="a Trainable class in the notebook, 'module:Class', or an Experiment"
+        "trainable",
+        help="a Trainable class in the notebook, a shipped example (DigitsCNN), 'module:Class', "
+        "or an Experiment",
     )
     p.add_argument(
         "--space", help="name of a dict of Optuna distributions (default: the trainable's space())"
@@ -117,7 +126,8 @@ class HyperschedMagics(Magics):
 
         Subcommands: ``start TRAINABLE [options]`` (a search in the background, with the
         dashboard), ``status`` (one summary), ``deadline SPEC`` (move it: '+10m', '17:00'),
-        ``stop`` (end gracefully, keeping the best so far).
+        ``wait`` (block until the end, the dashboard's controls still live), ``stop`` (end
+        gracefully, keeping the best so far).
         """
         if line.strip() in ("-h", "--help"):
             print(self.hypersched.parser.format_help())
@@ -141,13 +151,13 @@ class HyperschedMagics(Magics):
     # ------------------------------------------------------------------ subcommands
 
     def _start(self, argv: list[str]):
-        from hypersched_nb.experiment.experiment import Experiment
-
         a = _start_parser().parse_args(argv)
         target = self._lookup(a.trainable)
         if not a.name.isidentifier():
             raise UsageError(f"--name {a.name!r} is not a Python identifier")
-        if isinstance(target, Experiment):
+        if self.current is not None and not self.current.done and target is not self.current:
+            raise UsageError("a search started here is still running; %hypersched stop it first")
+        if isinstance(target, Search):  # built in the notebook: started or not
             exp = target
         else:
             space = self._lookup(a.space) if a.space else None
@@ -157,20 +167,19 @@ class HyperschedMagics(Magics):
                 cluster=a.workers if a.workers is not None else a.address, sampler=a.sampler,
                 seed=a.seed, checkpoint_dir=a.checkpoint_dir, configs=a.configs,
             )  # fmt: skip
-            self.shell.user_ns[a.name] = exp
-        if self.current is not None and not self.current.done and self.current is not exp:
-            raise UsageError("a search started here is still running; %hypersched stop it first")
         if exp.statistics().status == "created":
             exp.start()
         else:  # started from Python: follow it
             print(f"following {a.trainable}, already {exp.statistics().status}")
         self.current = exp
+        if exp is not target:  # bound once it runs: a refused start leaves the notebook as it was
+            self.shell.user_ns[a.name] = exp
         if a.no_dashboard:
             print(exp.statistics().progress_line())
             return
         from IPython.display import display
 
-        display(exp.dashboard())
+        display(Dashboard(exp))
         return
 
     def _status(self, argv: list[str]):
@@ -184,6 +193,14 @@ class HyperschedMagics(Magics):
         exp = self._experiment()
         exp.deadline = a.deadline
         print(f"deadline {exp.statistics().deadline_text()}")
+
+    def _wait(self, argv: list[str]):
+        _plain_parser(
+            "wait", "Block until the search ends; the slider and the stop button keep working."
+        ).parse_args(argv)
+        exp = self._experiment()
+        exp.wait()
+        print(exp.statistics())
 
     def _stop(self, argv: list[str]):
         _plain_parser("stop", "End the search gracefully (the best so far is kept).").parse_args(
@@ -203,14 +220,23 @@ class HyperschedMagics(Magics):
         return self.current
 
     def _lookup(self, name: str):
-        """A notebook variable, else ``module:attr`` / ``module.attr`` imported."""
+        """A notebook variable, else a shipped example (``DigitsCNN``), else ``module:attr`` /
+        ``module.attr`` imported."""
         ns = self.shell.user_ns
         if name in ns:
             return ns[name]
+        if name.isidentifier():  # not the notebook's: the examples' (which import torch)
+            examples = load("hypersched_nb.train.examples")
+            if name in examples.__all__:
+                return getattr(examples, name)
+            raise UsageError(
+                f"{name!r} is not defined in the notebook, nor a shipped example "
+                "(nor 'module:Class')"
+            )
         module, sep, attr = name.partition(":") if ":" in name else name.rpartition(".")
         if not sep or not module:
             raise UsageError(f"{name!r} is not defined in the notebook (nor 'module:Class')")
         try:
-            return getattr(importlib.import_module(module), attr)
+            return load(f"{module}:{attr}")
         except (ImportError, AttributeError) as exc:
             raise UsageError(f"cannot import {name!r}: {exc}") from None

@@ -8,9 +8,11 @@ first use, so that importing the package (for ``TrainContext``) stays light.
 
 from __future__ import annotations
 
-import importlib
+from hypersched_nb._lazy import lazy
 
 __all__ = [
+    "BestCheckpoint",
+    "Checkpoint",
     "CheckpointError",
     "DaskRuntime",
     "TrainContext",
@@ -20,25 +22,17 @@ __all__ = [
     "start_cluster",
 ]
 
-_LAZY = {
-    "DaskRuntime": "hypersched_nb.runtime.dask_runtime",
-    "WallClock": "hypersched_nb.runtime.clock",
-    "start_cluster": "hypersched_nb.runtime.cluster",
-    "TrainContext": "hypersched_nb.train.context",
-    "save_checkpoint": "hypersched_nb.runtime.checkpoint",
-    "load_checkpoint": "hypersched_nb.runtime.checkpoint",
-    "CheckpointError": "hypersched_nb.runtime.checkpoint",
-}
-
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hypersched_nb.runtime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_LAZY))
+__getattr__, __dir__ = lazy(
+    __name__,
+    {
+        "DaskRuntime": "hypersched_nb.runtime.dask_runtime",
+        "WallClock": "hypersched_nb.runtime.clock",
+        "start_cluster": "hypersched_nb.runtime.cluster",
+        "TrainContext": "hypersched_nb.train.context",
+        "save_checkpoint": "hypersched_nb.runtime.checkpoint",
+        "load_checkpoint": "hypersched_nb.runtime.checkpoint",
+        "CheckpointError": "hypersched_nb.runtime.checkpoint",
+        "Checkpoint": "hypersched_nb.runtime.checkpoint",
+        "BestCheckpoint": "hypersched_nb.runtime.checkpoint",
+    },
+)

@@ -1,51 +1,169 @@
 """The client side of pinned tasks: one queue for everything the Dask runtime waits on.
 
 Tasks go out pinned to one worker each (``workers=[address]``, ``allow_other_workers=False``,
-``pure=False``, plus ``resources={"GPU": 1}`` on GPU workers) and stay on the board until
-their outcome is read. Three sources feed the queue, from the client's threads, so that the
-runtime's ``advance`` blocks on it and never spins:
+``pure=False``, plus ``resources={"GPU": 1}`` on GPU workers), each with a tag that says
+what it is for, and stay on the board until their outcome is read. Three sources feed the
+queue, from the client's threads, so that the runtime's ``advance`` blocks on it and never
+spins:
 
-- ``("f", key)``: a task's future is done (its callback thread);
-- ``("ev", msg)``: an epoch task's event on this board's topic, carrying what the task is
-  about to return, one hop sooner than its result (``Worker.log_event`` then
-  ``Client.subscribe_topic``; Dask's Pub/Sub is gone since 2025.4);
-- ``("members", None)``: the scheduler logged ``add-worker`` or ``remove-worker``.
+- :class:`Finished`: a task's future is done (its callback thread);
+- :class:`~hypersched_nb.runtime._messages.Report`: an epoch task's event on this board's
+  topic, carrying what the task is about to return, one hop sooner than its result
+  (``Worker.log_event`` then ``Client.subscribe_topic``; Dask's Pub/Sub is gone since
+  2025.4);
+- :class:`MembersChanged`: the scheduler logged ``add-worker`` or ``remove-worker``.
+
+Dask keeps one handler per topic and client; the scheduler's ``all`` topic is therefore
+heard by one handler per client, shared by every board on it and unsubscribed with the last.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import queue
+import threading
 import traceback
 import uuid
+import weakref
+from dataclasses import dataclass
+from typing import ClassVar
 
-__all__ = ["TaskBoard"]
+from hypersched_nb.runtime._messages import Report
+from hypersched_nb.runtime._slots import Slot
+
+__all__ = [
+    "EpochTag",
+    "Finished",
+    "MembersChanged",
+    "PrepTag",
+    "ReleaseTag",
+    "SaveTag",
+    "Task",
+    "TaskBoard",
+    "WarmTag",
+]
+
+
+# ----------------------------------------------------------------------------- task tags
+
+
+@dataclass(frozen=True, slots=True)
+class EpochTag:
+    """Rank ``rank``'s part of epoch ``seq`` of placement ``token`` of a trial (a start or a
+    step): a late answer of an older placement or epoch is told apart by these."""
+
+    trial_id: int
+    token: int
+    rank: int
+    seq: int
+    outlives_board: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
+class PrepTag:
+    """A task the first epoch of placement ``token`` waits for: rank 0's hand-over before a
+    resize, or the port of a new group's rendezvous."""
+
+    trial_id: int
+    token: int
+    outlives_board: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
+class SaveTag:
+    """A pause's checkpoint; the next start on that worker waits for it."""
+
+    trial_id: int
+    outlives_board: ClassVar[bool] = True  # a checkpoint is written even after the search
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseTag:
+    """Freeing a worker of a trial's replica."""
+
+    trial_id: int
+    outlives_board: ClassVar[bool] = True  # a worker is freed even after the search
+
+
+@dataclass(frozen=True, slots=True)
+class WarmTag:
+    """Importing torch on a worker that just joined."""
+
+    outlives_board: ClassVar[bool] = False
+
+
+Tag = EpochTag | PrepTag | SaveTag | ReleaseTag | WarmTag
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A task on the board: its future, the slot it is pinned to, its tag, and whether its
+    outcome already came by event (an epoch's :class:`Report`)."""
+
+    future: object
+    slot: Slot
+    tag: Tag
+    heard: bool = False
+
+
+# ----------------------------------------------------------------------------- queue items
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The future of task ``key`` is done."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class MembersChanged:
+    """A worker joined or left the cluster."""
+
+
+QueueItem = Finished | Report | MembersChanged
+
+
+# ----------------------------------------------------------------------------- the board
 
 
 class TaskBoard:
     def __init__(self, client, fetch_timeout: float):
         self.client, self.fetch_timeout = client, fetch_timeout
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.tasks: dict[str, tuple[object, object, tuple]] = {}  # key -> (future, slot, tag)
-        self.heard: set[str] = set()  # epoch tasks whose outcome came by event
+        self._queue: queue.SimpleQueue[QueueItem] = queue.SimpleQueue()
+        self._tasks: dict[str, Task] = {}
         self.id = uuid.uuid4().hex[:12]  # in every key: boards sharing a client never collide
         self.topic = f"hypersched-{self.id}"
         self._count = itertools.count(1)
-        self._on_all = self._cluster_event  # kept: unsubscribe only a handler that is ours
-        client.subscribe_topic("all", self._on_all)
+        _MembershipNews.join(client, self._queue)
         client.subscribe_topic(self.topic, self._epoch_event)
 
     # ------------------------------------------------------------------ tasks
 
-    def submit(self, fn, *args, slot, tag: tuple, name: str):
+    def submit(self, fn, *args, slot: Slot, tag: Tag, name: str, **kwargs):
+        """Run ``fn(*args, **kwargs)`` on ``slot``'s worker, tagged with ``tag``."""
         key = f"{name}-{next(self._count)}-{self.id}"
         fut = self.client.submit(
-            fn, *args, key=key, workers=[slot.addr], allow_other_workers=False, pure=False,
-            resources={"GPU": 1} if slot.gpu else None,
+            fn, *args, **kwargs, key=key, workers=[slot.addr], allow_other_workers=False,
+            pure=False, resources={"GPU": 1} if slot.gpu else None,
         )  # fmt: skip
-        self.tasks[key] = (fut, slot, tag)
-        fut.add_done_callback(lambda f, key=key: self.queue.put(("f", key)))
+        self._tasks[key] = Task(fut, slot, tag)
+        fut.add_done_callback(lambda f, key=key: self._queue.put(Finished(key)))
         return fut
+
+    def finish(self, key: str) -> Task | None:
+        """Take task ``key`` off the board (None if it is not on it)."""
+        return self._tasks.pop(key, None)
+
+    def hear(self, report: Report) -> Task | None:
+        """The epoch task ``report`` is about, now marked as heard (its result need not be
+        read); None if it is no longer on the board."""
+        task = self._tasks.get(report.key)
+        if task is None or type(task.tag) is not EpochTag:
+            return None
+        self._tasks[report.key] = dataclasses.replace(task, heard=True)
+        return task
 
     def cancel(self, futures) -> None:
         futures = [f for f in futures if not f.done()]
@@ -54,9 +172,9 @@ class TaskBoard:
 
     def cancel_off(self, addresses) -> None:
         """Cancel the tasks pinned to workers not in ``addresses``: they would wait forever."""
-        self.cancel(f for f, slot, _ in self.tasks.values() if slot.addr not in addresses)
+        self.cancel(t.future for t in self._tasks.values() if t.slot.addr not in addresses)
 
-    def fetch(self, fut) -> dict | None:
+    def fetch(self, fut):
         """A finished task's return value, or None (failed, cancelled, or its worker gone)."""
         if fut.status != "finished":
             return None
@@ -85,53 +203,86 @@ class TaskBoard:
 
     # ------------------------------------------------------------------ the queue
 
-    def wait(self, timeout: float) -> tuple | None:
+    def wait(self, timeout: float) -> QueueItem | None:
         try:
-            return self.queue.get(timeout=max(0.0, timeout))
+            return self._queue.get(timeout=max(0.0, timeout))
         except queue.Empty:
             return None
 
-    def drain(self) -> list[tuple]:
+    def drain(self) -> list[QueueItem]:
         """Everything queued now, in order; membership news once, last."""
         items, members = [], False
         while True:
             try:
-                item = self.queue.get_nowait()
+                item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item[0] == "members":
+            if type(item) is MembersChanged:
                 members = True
             else:
                 items.append(item)
-        return items + [("members", None)] if members else items
-
-    def _cluster_event(self, event) -> None:  # the client's IO thread: hand over, nothing else
-        msg = event[1] if isinstance(event, tuple) else event
-        if isinstance(msg, dict) and msg.get("action") in ("add-worker", "remove-worker"):
-            self.queue.put(("members", None))
+        return [*items, MembersChanged()] if members else items
 
     def _epoch_event(self, event) -> None:  # the client's IO thread
-        msg = event[1] if isinstance(event, tuple) else event
-        if isinstance(msg, dict):
-            self.queue.put(("ev", msg))
+        payload = event[1] if isinstance(event, tuple) else event
+        if isinstance(payload, dict):
+            self._queue.put(Report.from_event(payload))
 
     # ------------------------------------------------------------------ the end
 
     def close(self) -> None:
         """Stop listening; tasks that free workers or write checkpoints still run."""
-        handlers = getattr(self.client, "_event_handlers", {})
-        for topic, mine in (("all", self._on_all), (self.topic, None)):
-            if mine is None or handlers.get(topic) is mine:
-                try:
-                    self.client.unsubscribe_topic(topic)
-                except Exception:  # noqa: BLE001, S110 - a closed client has nothing to unsubscribe
-                    pass
+        _MembershipNews.leave(self.client, self._queue)
+        try:
+            self.client.unsubscribe_topic(self.topic)
+        except Exception:  # noqa: BLE001, S110 - a closed client has nothing to unsubscribe
+            pass
         from distributed import fire_and_forget
 
         live = [
-            f for f, _, tag in self.tasks.values() if tag[0] in ("release", "save") and not f.done()
+            t.future for t in self._tasks.values() if t.tag.outlives_board and not t.future.done()
         ]
         if live:
             fire_and_forget(live)
-        self.tasks.clear()
-        self.heard.clear()
+        self._tasks.clear()
+
+
+class _MembershipNews:
+    """The one handler of a client's ``all`` topic: hands ``add-worker`` and
+    ``remove-worker`` to the queue of every board on that client."""
+
+    _by_client: ClassVar[weakref.WeakKeyDictionary] = weakref.WeakKeyDictionary()
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self):
+        self.queues: tuple[queue.SimpleQueue, ...] = ()  # replaced, never changed: read unlocked
+
+    @classmethod
+    def join(cls, client, q: queue.SimpleQueue) -> None:
+        with cls._lock:
+            news = cls._by_client.get(client)
+            if news is None:
+                news = cls._by_client[client] = cls()
+                client.subscribe_topic("all", news._on_event)
+            news.queues = (*news.queues, q)
+
+    @classmethod
+    def leave(cls, client, q: queue.SimpleQueue) -> None:
+        with cls._lock:
+            news = cls._by_client.get(client)
+            if news is None:
+                return
+            news.queues = tuple(x for x in news.queues if x is not q)
+            if news.queues:
+                return
+            del cls._by_client[client]
+            try:
+                client.unsubscribe_topic("all")
+            except Exception:  # noqa: BLE001, S110 - a closed client has nothing to unsubscribe
+                pass
+
+    def _on_event(self, event) -> None:  # the client's IO thread: hand over, nothing else
+        msg = event[1] if isinstance(event, tuple) else event
+        if isinstance(msg, dict) and msg.get("action") in ("add-worker", "remove-worker"):
+            for q in self.queues:
+                q.put(MembersChanged())

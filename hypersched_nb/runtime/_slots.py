@@ -15,9 +15,7 @@ class Slot:
         self.name, self.raw_name, self.addr, self.gpu = name, raw_name, addr, gpu
         self.tenant: int | None = None  # the trial holding it
         self.freed = 0  # when it was last given back (a counter): least recently freed first
-        self.save = (
-            None  # the previous tenant's checkpoint task, which must run before the next start
-        )
+        self.save = None  # the last tenant's checkpoint task: the next start waits for it
 
     def __repr__(self) -> str:
         return f"Slot({self.name!r}, {self.addr}, tenant={self.tenant})"
@@ -27,11 +25,14 @@ class Slots:
     """The cluster's workers as slots: which trial holds which, which are free."""
 
     def __init__(self):
-        self.by_name: dict[str, Slot] = {}
+        self._by_name: dict[str, Slot] = {}
         self._tick = 0
 
     def __len__(self) -> int:
-        return len(self.by_name)
+        return len(self._by_name)
+
+    def get(self, name: str) -> Slot | None:
+        return self._by_name.get(name)
 
     def sync(self, workers: Mapping[str, Mapping]) -> tuple[list[Slot], list[Slot]]:
         """Match the scheduler's ``{address: info}``; returns (slots gone, slots added)."""
@@ -40,25 +41,27 @@ class Slots:
             raw = info.get("name", addr)
             seen[str(raw)] = (raw, addr, bool(info.get("resources", {}).get("GPU")))
         gone = [
-            s for name, s in self.by_name.items() if name not in seen or seen[name][1] != s.addr
+            s for name, s in self._by_name.items() if name not in seen or seen[name][1] != s.addr
         ]
         for s in gone:
-            del self.by_name[s.name]
+            del self._by_name[s.name]
         added = []
         for name, (raw, addr, gpu) in seen.items():
-            if name not in self.by_name:
-                self.by_name[name] = slot = Slot(name, raw, addr, gpu)
+            if name not in self._by_name:
+                self._by_name[name] = slot = Slot(name, raw, addr, gpu)
                 added.append(slot)
         return gone, added
 
     def free(self) -> list[Slot]:
         """Free slots, least recently given back first (so a resumed trial moves on)."""
-        return sorted((s for s in self.by_name.values() if s.tenant is None), key=lambda s: s.freed)
+        return sorted(
+            (s for s in self._by_name.values() if s.tenant is None), key=lambda s: s.freed
+        )
 
     def take(self, tid: int, count: int, keep: Iterable[Slot] = ()) -> list[Slot] | None:
         """``count`` slots for trial ``tid``: those in ``keep`` first (in order), then free
         ones; None (and nothing taken) when there are too few."""
-        mine = [s for s in keep if self.by_name.get(s.name) is s][:count]
+        mine = [s for s in keep if self._by_name.get(s.name) is s][:count]
         extra = self.free()[: count - len(mine)]
         if len(mine) + len(extra) < count:
             return None
@@ -72,4 +75,20 @@ class Slots:
             s.tenant, s.freed = None, self._tick
 
     def alive(self, slot: Slot) -> bool:
-        return self.by_name.get(slot.name) is slot
+        return self._by_name.get(slot.name) is slot
+
+    def retire(self, slots: Iterable[Slot]) -> None:
+        """Forget ``slots`` now: workers on their way out are never handed out again."""
+        for s in slots:
+            del self._by_name[s.name]
+
+    def saving(self, slot: Slot, fut) -> None:
+        """``slot``'s last tenant is writing its checkpoint in ``fut``: the next start there
+        waits for it."""
+        slot.save = fut
+
+    def saved(self, fut) -> None:
+        """Checkpoint task ``fut`` is over: no start waits for it any more."""
+        for s in self._by_name.values():
+            if s.save is fut:
+                s.save = None

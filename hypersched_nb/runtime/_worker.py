@@ -6,9 +6,10 @@ trainable object, its :class:`TrainContext` and its checkpoint bookkeeping, so t
 travels between two epochs of a trial that stays put. A worker hosts at most one replica; a
 replica belongs to one placement of a trial (its ``token``), so a late task of an old
 placement never touches a newer one. No function raises because of the user's code: a
-failure comes back as ``{"ok": False, "error": <the worker's traceback>}`` and the replica
-is torn down. An epoch task also logs what it returns as an event on the runtime's topic
-just before returning it, so that the client hears of it one hop sooner.
+failure comes back as a :class:`~hypersched_nb.runtime._messages.Failed` holding the
+worker's traceback, and the replica is torn down. An epoch task also logs what it returns
+as an event on the runtime's topic just before returning it, so that the client hears of
+it one hop sooner. What the tasks take and return is in :mod:`hypersched_nb.runtime._messages`.
 
 Checkpoint rule (rank 0 only): after an epoch, write one when the last write took at most
 ``overhead`` × the training seconds since it (the first epoch always writes, to measure).
@@ -36,8 +37,19 @@ import sys
 import time
 import traceback
 from collections.abc import Mapping
+from dataclasses import dataclass
 
+from hypersched_nb.runtime._messages import (
+    Epoch,
+    Failed,
+    Handover,
+    Rendezvous,
+    Report,
+    SaveSpec,
+    StartSpec,
+)
 from hypersched_nb.runtime.checkpoint import (
+    Checkpoint,
     best_url,
     checkpoint_url,
     load_checkpoint,
@@ -46,7 +58,28 @@ from hypersched_nb.runtime.checkpoint import (
 )
 from hypersched_nb.train.context import TrainContext
 
-__all__ = ["digest", "release", "resident", "save", "start", "step", "warm"]
+__all__ = [
+    "Resident",
+    "checkpoint_and_release",
+    "digest",
+    "hand_over",
+    "pick_rendezvous_port",
+    "release",
+    "resident",
+    "start",
+    "step",
+    "warm",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Resident:
+    """The replica a worker holds: its rank and world size, placement and epochs trained."""
+
+    rank: int
+    world: int
+    token: int
+    epochs: int
 
 
 class _Replica:
@@ -87,86 +120,77 @@ def warm() -> None:
 
 
 def start(
-    spec: dict, ckpt: dict | None, rendezvous: tuple[str, int] | None, topic: str | None = None
-) -> dict:
-    """Build the replica of rank ``spec["rank"]``, restore ``ckpt``, train again the epochs
-    reported since it (``spec["replay"]``), then train one epoch; the outcome is also sent
-    as an event on ``topic`` (a hop sooner than the task's result)."""
-    t0 = time.perf_counter()
+    spec: StartSpec,
+    ckpt: Checkpoint | None,
+    rendezvous: Rendezvous | None,
+    topic: str | None = None,
+) -> Epoch | Failed:
+    """Build the replica of rank ``spec.rank``, restore ``ckpt``, train again the epochs
+    reported since it (``spec.replay``), then train one epoch; the outcome is also sent as
+    an event on ``topic`` (a hop sooner than the task's result)."""
     _evict()
-    tid, rank, world = spec["trial_id"], spec["rank"], spec["world"]
     rep = None
     try:
         import torch
 
         device = "cuda:0" if torch.cuda.is_available() else "cpu"
-        if world > 1:
-            _join_group(
-                rendezvous,
-                rank,
-                world,
-                "nccl" if device != "cpu" else "gloo",
-                spec["group_timeout"],
-            )
+        if spec.world > 1:
+            backend = "nccl" if device != "cpu" else "gloo"
+            _join_group(rendezvous, spec.rank, spec.world, backend, spec.group_timeout)
         ctx = TrainContext(
-            rank=rank, world_size=world, device=device, trial_id=tid, seed=spec["seed"],
-            base_world_size=spec.get("base_world_size", 1),
+            rank=spec.rank, world_size=spec.world, device=device, trial_id=spec.trial_id,
+            seed=spec.seed,
         )  # fmt: skip
-        _seed_everything(spec["seed"])
-        trainable = spec["factory"]()
-        rep = _Replica(tid, spec["token"], trainable, ctx, 0, world > 1)
-        _RESIDENT[tid] = rep
-        trainable.setup(spec["config"], ctx)
+        _seed_everything(spec.seed)
+        trainable = spec.factory()
+        rep = _Replica(spec.trial_id, spec.token, trainable, ctx, 0, spec.world > 1)
+        _RESIDENT[spec.trial_id] = rep
+        trainable.setup(spec.config, ctx)
         if ckpt is not None:
-            trainable.load_state_dict(load_checkpoint(ckpt["url"], ckpt["sha256"]))
-            rep.epochs = ckpt["epoch"]
-        for _ in range(spec["replay"]):
+            trainable.load_state_dict(load_checkpoint(ckpt.url, ckpt.sha256))
+            rep.epochs = ckpt.epoch
+        for _ in range(spec.replay):
             trainable.step()
             rep.epochs += 1
     except Exception:  # noqa: BLE001 - the user's code: its traceback goes back to the driver
-        _teardown(tid, group=world > 1)
-        return _report(topic, {"ok": False, "error": traceback.format_exc()})
-    startup = time.perf_counter() - t0
-    out = _epoch(rep, spec["save"])
-    out["startup"] = startup
-    return _report(topic, out)
+        _teardown(spec.trial_id, group=spec.world > 1)
+        return _report(topic, Failed(traceback.format_exc()))
+    return _report(topic, _epoch(rep, spec.save))
 
 
-def step(trial_id: int, token: int, save_spec: dict | None, topic: str | None = None) -> dict:
+def step(
+    trial_id: int, token: int, save: SaveSpec | None, topic: str | None = None
+) -> Epoch | Failed:
     """Train one more epoch of the resident replica (reported on ``topic`` too)."""
     rep = _RESIDENT.get(trial_id)
     if rep is None or rep.token != token:
-        return _report(topic, {"ok": False, "error": _gone(trial_id, token)})
-    return _report(topic, _epoch(rep, save_spec))
+        return _report(topic, Failed(_gone(trial_id, token)))
+    return _report(topic, _epoch(rep, save))
 
 
-def save(trial_id: int, token: int, save_spec: dict | None, release: bool, port: bool) -> dict:
-    """Checkpoint the replica now (``save_spec``), free the worker (``release``) and pick a
-    free port for the next process group's rendezvous (``port``), in that order."""
-    t0 = time.perf_counter()
-    out: dict = {"ok": True, "ckpt": None, "rendezvous": None}
-    if save_spec is not None:
-        rep = _RESIDENT.get(trial_id)
-        if rep is None or rep.token != token:
-            out = {"ok": False, "ckpt": None, "rendezvous": None, "error": _gone(trial_id, token)}
-        else:
-            try:
-                out["ckpt"], out["write"] = _write(rep, save_spec)
-            except Exception:  # noqa: BLE001 - the user's state_dict(): its traceback goes back
-                out = {
-                    "ok": False,
-                    "ckpt": None,
-                    "rendezvous": None,
-                    "error": traceback.format_exc(),
-                }
-    t1 = time.perf_counter()
-    if release:
-        _teardown(trial_id, token=token)
-    t2 = time.perf_counter()
-    if port:
-        out["rendezvous"] = _free_port()
-    out["seconds"] = {"save": t1 - t0, "teardown": t2 - t1, "port": time.perf_counter() - t2}
+def checkpoint_and_release(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:
+    """Checkpoint the replica of placement ``token`` now, then free the worker (a pause)."""
+    out = _checkpoint(trial_id, token, save)
+    _teardown(trial_id, token=token)
     return out
+
+
+def hand_over(
+    trial_id: int, token: int, save: SaveSpec | None, *, rendezvous: bool
+) -> Handover | Failed:
+    """Rank 0's side of a resize: checkpoint the replica of placement ``token`` (unless
+    ``save`` is None: the last checkpoint is current), free the worker, and pick the port of
+    the new group's rendezvous when there is one (``rendezvous``), in that order."""
+    out = Handover() if save is None else _checkpoint(trial_id, token, save)
+    _teardown(trial_id, token=token)
+    if rendezvous and type(out) is Handover:
+        out = Handover(out.ckpt, _free_port())
+    return out
+
+
+def pick_rendezvous_port() -> Handover:
+    """Pick the port of a new group's rendezvous on this worker, rank 0's."""
+    return Handover(rendezvous=_free_port())
 
 
 def release(trial_id: int, token: int) -> None:
@@ -199,10 +223,10 @@ def digest(trial_id: int) -> str:
     return h.hexdigest()
 
 
-def resident() -> dict[int, dict]:
-    """What this worker holds: trial -> rank, world size, placement and epochs."""
+def resident() -> dict[int, Resident]:
+    """What this worker holds: trial -> its replica's rank, world size, placement, epochs."""
     return {
-        tid: {"rank": r.ctx.rank, "world": r.ctx.world_size, "token": r.token, "epochs": r.epochs}
+        tid: Resident(r.ctx.rank, r.ctx.world_size, r.token, r.epochs)
         for tid, r in _RESIDENT.items()
     }
 
@@ -214,20 +238,20 @@ def _gone(trial_id: int, token: int) -> str:
     return f"trial {trial_id} has no live replica on this worker (placement {token})"
 
 
-def _report(topic: str | None, out: dict) -> dict:
+def _report(topic: str | None, out: Epoch | Failed) -> Epoch | Failed:
     """Send ``out`` as an event on ``topic`` (best effort; the return value stays the truth)."""
     if topic is not None:
         try:
             from distributed import get_worker
 
             worker = get_worker()
-            worker.log_event(topic, {"key": worker.get_current_task(), "out": out})
+            worker.log_event(topic, Report(worker.get_current_task(), out).to_event())
         except Exception:  # noqa: BLE001, S110 - off a worker, or not msgpack
             pass
     return out
 
 
-def _epoch(rep: _Replica, save_spec: dict | None) -> dict:
+def _epoch(rep: _Replica, save: SaveSpec | None) -> Epoch | Failed:
     try:
         t0 = time.perf_counter()
         metrics = rep.trainable.step()
@@ -239,24 +263,29 @@ def _epoch(rep: _Replica, save_spec: dict | None) -> dict:
         rep.epochs += 1
         rep.since_write += secs
         rep.since_best += secs
-        ckpt, best, write = None, None, 0.0
-        if rep.ctx.rank == 0 and save_spec is not None:
-            if _due(rep, save_spec["overhead"]):
-                ckpt, write = _write(rep, save_spec)
-            best, extra = _keep_if_best(rep, metrics, save_spec)
-            write += extra
+        ckpt = best = None
+        t1 = time.perf_counter()
+        if rep.ctx.rank == 0 and save is not None:
+            if _due(rep, save.overhead):
+                ckpt = _write(rep, save)
+            best = _keep_if_best(rep, metrics, save)
+        write = time.perf_counter() - t1
     except Exception:  # noqa: BLE001 - the user's step(): its traceback goes back to the driver
         _teardown(rep.trial_id, group=rep.group)
-        return {"ok": False, "error": traceback.format_exc()}
-    return {
-        "ok": True,
-        "epoch": rep.epochs,
-        "metrics": _plain(metrics) if rep.ctx.rank == 0 else None,
-        "step": secs,
-        "write": write,
-        "ckpt": ckpt,
-        "best": best,
-    }
+        return Failed(traceback.format_exc())
+    plain = _plain(metrics) if rep.ctx.rank == 0 else None
+    return Epoch(rep.epochs, plain, secs, write, ckpt, best)
+
+
+def _checkpoint(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:
+    """Checkpoint the replica of placement ``token`` now, whatever the budget."""
+    rep = _RESIDENT.get(trial_id)
+    if rep is None or rep.token != token:
+        return Failed(_gone(trial_id, token))
+    try:
+        return Handover(ckpt=_write(rep, save))
+    except Exception:  # noqa: BLE001 - the user's state_dict(): its traceback goes back
+        return Failed(traceback.format_exc())
 
 
 def _due(rep: _Replica, overhead: float, since: float | None = None) -> bool:
@@ -266,38 +295,35 @@ def _due(rep: _Replica, overhead: float, since: float | None = None) -> bool:
     return rep.write_cost is None or rep.write_cost <= overhead * since
 
 
-def _write(rep: _Replica, save_spec: dict) -> tuple[dict, float]:
+def _write(rep: _Replica, save: SaveSpec) -> Checkpoint:
     t0 = time.perf_counter()
-    url = checkpoint_url(save_spec["dir"], rep.trial_id, rep.epochs)
+    url = checkpoint_url(save.dir, rep.trial_id, rep.epochs)
     info = save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs)
-    keep = {url} if save_spec.get("keep") is None else {url, save_spec["keep"]}
-    prune_checkpoints(save_spec["dir"], rep.trial_id, keep)
+    prune_checkpoints(save.dir, rep.trial_id, {url} if save.keep is None else {url, save.keep})
     rep.write_cost, rep.since_write = time.perf_counter() - t0, 0.0
-    return info, rep.write_cost
+    return info
 
 
-def _keep_if_best(rep: _Replica, metrics: Mapping, save_spec: dict):
-    """Write the weights if this epoch's metric beats the best whose weights the search
-    kept, ``save_spec["best"]`` = {"metric", "sign" (+1: larger is better), "above" (sign ×
-    that best, or None)}, and the checkpoint budget allows it. Returns (checkpoint
-    information or None, seconds spent)."""
-    spec = save_spec.get("best")
-    if spec is None:
-        return None, 0.0
-    first = spec["above"] is None  # none kept yet: always written, so that there is one
-    if not first and not _due(rep, save_spec["overhead"], rep.since_best):
-        return None, 0.0
+def _keep_if_best(rep: _Replica, metrics: Mapping, save: SaveSpec) -> Checkpoint | None:
+    """Write the weights apart if this epoch's metric clears ``save.best`` and the
+    checkpoint budget allows it; what was written, if anything."""
+    bar = save.best
+    if bar is None:
+        return None
+    first = bar.above is None  # none kept yet: always written, so that there is one
+    if not first and not _due(rep, save.overhead, rep.since_best):
+        return None
     try:
-        score = spec["sign"] * float(metrics[spec["metric"]])
+        score = bar.sign * float(metrics[bar.metric])
     except (KeyError, TypeError, ValueError):
-        return None, 0.0  # reported as the trial's failure by the client
-    if not math.isfinite(score) or (not first and score <= spec["above"]):
-        return None, 0.0
+        return None  # reported as the trial's failure by the client
+    if not math.isfinite(score) or (not first and score <= bar.above):
+        return None
     t0 = time.perf_counter()
-    url = best_url(save_spec["dir"], rep.trial_id, rep.epochs)
+    url = best_url(save.dir, rep.trial_id, rep.epochs)
     info = save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs)
     rep.write_cost, rep.since_best = time.perf_counter() - t0, 0.0
-    return info, rep.write_cost
+    return info
 
 
 def _plain(metrics: Mapping) -> dict:
@@ -322,22 +348,23 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _join_group(rendezvous, rank: int, world: int, backend: str, timeout: float) -> None:
+def _join_group(
+    rendezvous: Rendezvous, rank: int, world: int, backend: str, timeout: float
+) -> None:
     from datetime import timedelta
 
     import torch.distributed as dist
 
     if dist.is_initialized():
         dist.destroy_process_group()
-    host, port = rendezvous
-    host = f"[{host}]" if ":" in host else host
+    host = f"[{rendezvous.host}]" if ":" in rendezvous.host else rendezvous.host
     dist.init_process_group(
-        backend, init_method=f"tcp://{host}:{port}", rank=rank, world_size=world,
+        backend, init_method=f"tcp://{host}:{rendezvous.port}", rank=rank, world_size=world,
         timeout=timedelta(seconds=timeout),
     )  # fmt: skip
 
 
-def _free_port() -> tuple[str, int]:
+def _free_port() -> Rendezvous:
     """A port free now on this worker's host: where rank 0 of the next group will listen."""
     import socket
 
@@ -348,7 +375,7 @@ def _free_port() -> tuple[str, int]:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
-        return host, s.getsockname()[1]
+        return Rendezvous(host, s.getsockname()[1])
 
 
 def _evict() -> None:

@@ -11,13 +11,17 @@ numbers, strings and containers of them, never arbitrary objects.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
+from dataclasses import dataclass
 
 from hypersched_nb.errors import HyperschedError
 
 __all__ = [
+    "BestCheckpoint",
+    "Checkpoint",
     "CheckpointError",
     "best_url",
     "checkpoint_url",
@@ -32,6 +36,32 @@ class CheckpointError(HyperschedError, OSError):
     """A checkpoint is missing, truncated or does not match its checksum."""
 
 
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One written checkpoint: where it is, its checksum and size, and the epochs it holds."""
+
+    url: str
+    sha256: str
+    bytes: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BestCheckpoint:
+    """The weights of one of the search's best results: where they are, their checksum,
+    and which result they are (``trial_id`` after ``epoch`` epochs, reporting ``metric``)."""
+
+    url: str
+    sha256: str
+    epoch: int
+    trial_id: int
+    metric: float
+
+    @classmethod
+    def of(cls, ckpt: Checkpoint, *, trial_id: int, metric: float) -> BestCheckpoint:
+        return cls(ckpt.url, ckpt.sha256, ckpt.epoch, trial_id, metric)
+
+
 def checkpoint_url(directory: str, trial_id: int, epoch: int) -> str:
     """Where trial ``trial_id``'s checkpoint after ``epoch`` epochs lives under ``directory``."""
     return f"{directory.rstrip('/')}/trial-{trial_id:05d}/epoch-{epoch:06d}.pt"
@@ -43,21 +73,16 @@ def best_url(directory: str, trial_id: int, epoch: int) -> str:
     return f"{directory.rstrip('/')}/best/trial-{trial_id:05d}-epoch-{epoch:06d}.pt"
 
 
-def save_checkpoint(state: dict, url: str, *, epoch: int) -> dict:
-    """Write ``state`` (a torch state dict) to ``url``; returns ``{"url", "sha256", "bytes",
-    "epoch"}``, the information :func:`load_checkpoint` checks against."""
+def save_checkpoint(state: dict, url: str, *, epoch: int) -> Checkpoint:
+    """Write ``state`` (a torch state dict) to ``url``; returns what :func:`load_checkpoint`
+    checks against."""
     import fsspec
     import torch
 
     buf = io.BytesIO()
     torch.save(state, buf)
     data = buf.getbuffer()
-    info = {
-        "url": url,
-        "sha256": hashlib.sha256(data).hexdigest(),
-        "bytes": len(data),
-        "epoch": epoch,
-    }
+    info = Checkpoint(url, hashlib.sha256(data).hexdigest(), len(data), epoch)
     fs, path = fsspec.core.url_to_fs(url)
     fs.makedirs(path.rpartition("/")[0], exist_ok=True)
     tmp = f"{path}.tmp"
@@ -65,7 +90,7 @@ def save_checkpoint(state: dict, url: str, *, epoch: int) -> dict:
         f.write(data)
     fs.mv(tmp, path)
     with fs.open(f"{path}.json", "w") as f:
-        json.dump(info, f)
+        json.dump(dataclasses.asdict(info), f)
     return info
 
 

@@ -41,12 +41,15 @@ def start_cluster(
         return client, lambda: None
     from distributed import Client
 
+    from hypersched_nb.runtime._quiet import QuietCancellations
+
     if address is not None:
         attached = Client(address)
         return attached, attached.close
     cluster = _local_cluster(workers, threads_per_worker)
     try:
         local = Client(cluster)
+        local.register_plugin(QuietCancellations())  # its workers write to our stderr
     except BaseException:
         cluster.close()
         raise

@@ -27,6 +27,13 @@ pinned to it are cancelled (they would otherwise wait for it forever) and the tr
 reported in ``WorkersChanged.lost``; it resumes from its last checkpoint and trains again,
 silently, the epochs it had already reported, so every epoch is reported exactly once.
 
+The parts: :class:`~hypersched_nb.runtime._placements.Placements` turns instructions into
+those tasks and moves each trial through its phases (one table, in
+:mod:`hypersched_nb.runtime._live`); this class turns what comes back into the driver's
+events and follows the cluster's workers; :class:`~hypersched_nb.runtime._bests.BestWeights`
+keeps the best weights; what the client and the workers send each other is in
+:mod:`hypersched_nb.runtime._messages`.
+
 Times in a ``Result``: ``startup`` is the wall time from the Start or Resize to the
 replicas being ready to train (queueing, checkpoints, process group, restore, replay);
 ``seconds`` is the epoch's training (and checkpoint) time on the workers after a start, or
@@ -37,76 +44,30 @@ Nothing here decides anything: the driver does.
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Callable
 
-from hypersched_nb.core.events import (
-    Continue,
-    Event,
-    Instruction,
-    Pause,
-    Resize,
-    Result,
-    ScaleCluster,
-    Start,
-    Stop,
-    TrialFailed,
-    WorkersChanged,
-)
+from hypersched_nb.core import events
+from hypersched_nb.core.events import Event
 from hypersched_nb.errors import ConfigError, warn
 from hypersched_nb.runtime import _worker
-from hypersched_nb.runtime._board import TaskBoard
-from hypersched_nb.runtime._slots import Slot, Slots
-from hypersched_nb.runtime.checkpoint import remove_checkpoint
+from hypersched_nb.runtime._bests import BestWeights
+from hypersched_nb.runtime._board import (
+    EpochTag,
+    Finished,
+    PrepTag,
+    QueueItem,
+    SaveTag,
+    TaskBoard,
+    WarmTag,
+)
+from hypersched_nb.runtime._live import LiveTrial, Phase, move
+from hypersched_nb.runtime._messages import Epoch, Failed, Report
+from hypersched_nb.runtime._placements import Placements
+from hypersched_nb.runtime._slots import Slots
+from hypersched_nb.runtime.checkpoint import BestCheckpoint, Checkpoint
 
 __all__ = ["DaskRuntime"]
-
-_IDLE, _QUEUED, _WAIT, _RUN, _READY = "idle", "queued", "wait", "run", "ready"
-
-
-class _Live:
-    """The runtime's record of one trial: where it is and what is in flight."""
-
-    __slots__ = (
-        "ckpt",
-        "config",
-        "deps",
-        "futures",
-        "kind",
-        "outs",
-        "phase",
-        "rendezvous",
-        "reported",
-        "saving",
-        "seq",
-        "slots",
-        "t_exec",
-        "t_launch",
-        "tid",
-        "token",
-        "want",
-    )
-
-    def __init__(self, tid: int, token: int):
-        self.tid, self.token, self.config = tid, token, {}
-        self.slots: list[Slot] = []
-        self.phase = _IDLE
-        self.kind = "start"  # the epoch in flight starts the replicas, or steps them
-        self.futures: dict[int, object] = {}  # rank -> future of the epoch in flight
-        self.outs: dict[int, dict] = {}  # rank -> what that epoch returned
-        self.t_exec = self.t_launch = 0.0  # when the instruction came / the tasks went out
-        self.reported = 0  # epochs reported to the driver
-        self.ckpt: dict | None = None  # last durable checkpoint known here
-        self.saving = None  # the pause checkpoint task in flight
-        self.deps: dict[str, object] = {}  # key -> task to wait for before starting
-        self.rendezvous: tuple[str, int] | None = None
-        self.want = 1
-        self.seq = 0  # numbers the epochs sent out, so a late answer is told from a new one
-
-    @property
-    def current(self) -> bool:
-        return self.ckpt is not None and self.ckpt["epoch"] == self.reported
 
 
 class DaskRuntime:
@@ -155,24 +116,25 @@ class DaskRuntime:
             raise ConfigError(f"`mode` is {mode!r}, but must be 'max' or 'min'")
         if not checkpoint_overhead >= 0:
             raise ConfigError(f"`checkpoint_overhead` is {checkpoint_overhead}, but must be >= 0")
-        self._factory, self._client, self.clock, self.metric = trainable, client, clock, metric
-        self._dir = os.fspath(checkpoint_dir)
-        if "://" not in self._dir:  # workers may run elsewhere than this process's folder
-            self._dir = os.path.abspath(self._dir)
-        self._seed, self._task_timeout, self._overhead = seed, task_timeout, checkpoint_overhead
-        self._group_timeout, self._poll = group_timeout, poll
-        self._sign = 1.0 if mode == "max" else -1.0
-        self._bests: list[dict] = []  # the last records' weights, oldest first (at most 2)
+        self._client, self.clock, self.metric = client, clock, metric
+        self._task_timeout, self._poll = task_timeout, poll
+        directory = os.fspath(checkpoint_dir)
+        if "://" not in directory:  # workers may run elsewhere than this process's folder
+            directory = os.path.abspath(directory)
+        self._bests = BestWeights(metric, 1.0 if mode == "max" else -1.0)
         self._slots = Slots()
-        self._trials: dict[int, _Live] = {}
+        self._board = TaskBoard(client, fetch_timeout)
+        self._placements = Placements(
+            self._board, self._slots, clock, factory=trainable, seed=seed,
+            group_timeout=group_timeout, directory=directory, overhead=checkpoint_overhead,
+            bests=self._bests,
+        )  # fmt: skip
+        self._trials = self._placements.trials
         self._events: list[Event] = []  # found while executing; handed out by the next advance
-        self._queued: list[int] = []  # trials started while too few slots were there
         self._retired: set[str] = set()  # addresses of workers being scaled away
         self._expect: int | None = None  # workers asked for by ScaleCluster, not yet there
-        self._count = itertools.count(1)
         self._closed = False
         self._next_poll = 0.0
-        self._board = TaskBoard(client, fetch_timeout)
         self._sync_members()
         if not len(self._slots):
             client.wait_for_workers(1, timeout=60)
@@ -183,41 +145,43 @@ class DaskRuntime:
     def workers(self) -> int:
         return len(self._slots)
 
-    def execute(self, ins: Instruction) -> None:
-        kind = type(ins)
-        if kind is Continue:
-            self._continue(ins.trial_id)
-        elif kind is Start:
-            self._start(ins)
-        elif kind is Resize:
-            self._resize(ins.trial_id, ins.workers)
-        elif kind is Pause or kind is Stop:
-            t = self._trials.get(ins.trial_id)
-            if t is not None:
-                self._vacate(t, save=kind is Pause)
-                self._place_queued()
-        elif kind is ScaleCluster:
-            self._scale(ins.workers)
-        else:
-            raise ConfigError(f"instruction {ins!r} is unknown to the Dask runtime")
+    def execute(self, ins: events.Instruction) -> None:
+        match ins:
+            case events.Continue():
+                self._placements.step(ins.trial_id)
+            case events.Start():
+                self._placements.start(ins)
+            case events.Resize():
+                if self._placements.resize(ins.trial_id, ins.workers):  # lost
+                    now, workers = self.clock.now(), len(self._slots)
+                    self._events.append(events.WorkersChanged(now, workers, (ins.trial_id,)))
+            case events.Pause() | events.Stop():
+                t = self._trials.get(ins.trial_id)
+                if t is not None:
+                    self._placements.vacate(t, save=type(ins) is events.Pause)
+                    self._placements.place_queued()
+            case events.ScaleCluster():
+                self._scale(ins.workers)
+            case _:
+                raise ConfigError(f"instruction {ins!r} is unknown to the Dask runtime")
 
     def advance(self, until: float) -> list[Event]:
-        events, self._events = self._events, []
+        found, self._events = self._events, []
         while True:
             for item in self._board.drain():
-                events += self._handle(item)
+                found += self._handle(item)
             now = self.clock.now()
-            if not events and now >= self._next_poll:
-                events += self._sync_members()
-            if not events:
-                events += self._check_timeouts(now)
-            if events:
-                return events
+            if not found and now >= self._next_poll:
+                found += self._sync_members()
+            if not found:
+                found += self._check_timeouts(now)
+            if found:
+                return found
             if now >= until:
                 return []
             item = self._board.wait(min(until, self._next_poll, self._next_timeout()) - now)
             if item is not None:
-                events += self._handle(item)
+                found += self._handle(item)
 
     def close(self) -> None:
         """Free every worker (replicas torn down; checkpoints stay). The client stays open."""
@@ -226,7 +190,7 @@ class DaskRuntime:
         self._closed = True
         for t in self._trials.values():
             if t.slots:
-                self._vacate(t, save=False)
+                self._placements.vacate(t, save=False)
         self._board.close()
 
     # ------------------------------------------------------------------ introspection
@@ -236,27 +200,21 @@ class DaskRuntime:
         t = self._trials.get(trial_id)
         return [s.name for s in t.slots] if t is not None else []
 
-    def checkpoint(self, trial_id: int) -> dict | None:
-        """The last durable checkpoint of trial ``trial_id`` (``url``, ``sha256``, ``epoch``)."""
+    def checkpoint(self, trial_id: int) -> Checkpoint | None:
+        """The last durable checkpoint of trial ``trial_id``."""
         t = self._trials.get(trial_id)
         return None if t is None else t.ckpt
 
-    def best_checkpoint(self, at_most: float | None = None) -> dict | None:
-        """The best weights kept (``url``, ``sha256``, ``epoch``, ``trial_id``, ``metric``):
-        of the best result so far, or of the one before it if its write would have broken
-        the checkpoint budget; with ``at_most``, the best whose metric is not better than
-        that (the search's best by its deadline: an epoch may end just after it). None if
-        there is none."""
-        for info in reversed(self._bests):
-            if at_most is None or self._sign * info["metric"] <= self._sign * at_most:
-                return dict(info)
-        return None
+    def best_checkpoint(self, at_most: float | None = None) -> BestCheckpoint | None:
+        """The best weights kept: of the best result so far, or of the one before it if its
+        write would have broken the checkpoint budget; with ``at_most``, the best whose
+        metric is not better than that (the search's best by its deadline: an epoch may end
+        just after it). None if there is none."""
+        return self._bests.best(at_most)
 
     def trial_seed(self, trial_id: int) -> int:
         """``ctx.seed`` of trial ``trial_id``: the runtime's seed and the trial id, mixed."""
-        import numpy as np
-
-        return int(np.random.SeedSequence([self._seed, trial_id]).generate_state(1)[0])
+        return self._placements.trial_seed(trial_id)
 
     def replica_digests(self, trial_id: int) -> list[str]:
         """SHA-256 of each replica's state dict, rank order (between two epochs; blocks)."""
@@ -269,226 +227,59 @@ class DaskRuntime:
         ]
         return self._client.gather(futs)
 
-    # ------------------------------------------------------------------ instructions
+    # ------------------------------------------------------------------ what comes back
 
-    def _start(self, ins: Start) -> None:
-        t = self._trials.get(ins.trial_id)
-        if t is None:
-            t = self._trials[ins.trial_id] = _Live(ins.trial_id, next(self._count))
-        elif t.slots or t.phase == _QUEUED:
-            self._vacate(t, save=False)
-        t.config, t.want, t.t_exec = ins.config, ins.workers, self.clock.now()
-        if not ins.restore:
-            t.reported, t.ckpt = 0, None
-        t.token = next(self._count)
-        slots = self._slots.take(t.tid, ins.workers)
-        if slots is None:
-            t.phase = _QUEUED
-            self._queued.append(t.tid)
-            return
-        self._place(t, slots)
-
-    def _place(
-        self, t: _Live, slots: list[Slot], deps: dict | None = None, port: bool = True
-    ) -> None:
-        """Hold ``slots``; start once ``deps``, the checkpoints the start needs and (for a
-        group, with ``port``) the rendezvous on rank 0's host are done."""
-        t.slots, t.rendezvous, t.phase = slots, None, _WAIT
-        t.deps = dict(deps or {})
-        for fut in [t.saving] + [s.save for s in slots]:
-            if fut is not None:
-                t.deps[fut.key] = fut
-        if len(slots) > 1 and port:
-            tag, args = ("prep", t.tid, t.token), (t.tid, t.token, None, False, True)
-            fut = self._board.submit(_worker.save, *args, slot=slots[0], tag=tag, name="hs-port")
-            t.deps[fut.key] = fut
-        if not t.deps:
-            self._launch(t)
-
-    def _launch(self, t: _Live) -> None:
-        t.seq += 1
-        ck = t.ckpt
-        replay = t.reported - (ck["epoch"] if ck else 0)
-        world = len(t.slots)
-        for rank, slot in enumerate(t.slots):
-            spec = {
-                "trial_id": t.tid, "token": t.token, "rank": rank, "world": world,
-                "factory": self._factory, "config": t.config, "seed": self.trial_seed(t.tid),
-                "replay": replay, "save": self._save_spec(t) if rank == 0 else None,
-                "group_timeout": self._group_timeout,
-            }  # fmt: skip
-            tag = ("epoch", t.tid, t.token, rank, t.seq)
-            args = (spec, ck, t.rendezvous, self._board.topic)
-            t.futures[rank] = self._board.submit(
-                _worker.start, *args, slot=slot, tag=tag, name=f"hs-start-{t.tid}"
-            )
-        t.outs, t.kind, t.phase, t.t_launch = {}, "start", _RUN, self.clock.now()
-
-    def _continue(self, tid: int) -> None:
-        t = self._trials.get(tid)
-        if t is None or t.phase != _READY:
-            return  # lost meanwhile: the WorkersChanged that says so is already on its way
-        t.seq += 1
-        for rank, slot in enumerate(t.slots):
-            save = self._save_spec(t) if rank == 0 else None
-            tag = ("epoch", tid, t.token, rank, t.seq)
-            args = (tid, t.token, save, self._board.topic)
-            t.futures[rank] = self._board.submit(
-                _worker.step, *args, slot=slot, tag=tag, name=f"hs-epoch-{tid}"
-            )
-        t.outs, t.kind, t.phase = {}, "step", _RUN
-        t.t_exec = t.t_launch = self.clock.now()
-
-    def _resize(self, tid: int, workers: int) -> None:
-        t = self._trials.get(tid)
-        if t is None or t.phase != _READY:
-            return
-        old, old_token = t.slots, t.token
-        new = self._slots.take(tid, workers, keep=old)
-        if new is None:  # a worker left unseen: checkpoint, and report the trial lost
-            self._vacate(t, save=True)
-            self._events.append(WorkersChanged(self.clock.now(), len(self._slots), (tid,)))
-            return
-        t.token, t.t_exec = next(self._count), self.clock.now()
-        self._slots.give_back(s for s in old if s not in new)
-        deps = {}
-        save = None if t.current else self._save_spec(t)
-        if save is not None or workers > 1:
-            tag = ("prep", tid, t.token)
-            args = (tid, old_token, save, True, workers > 1)
-            prep = self._board.submit(
-                _worker.save, *args, slot=old[0], tag=tag, name=f"hs-resize-{tid}"
-            )
-            deps[prep.key] = prep
-        else:
-            self._release(tid, old_token, old[:1])
-        self._release(tid, old_token, old[1:])
-        self._place(t, new, deps, port=False)
-
-    def _vacate(self, t: _Live, *, save: bool) -> None:
-        """Free the trial's workers: checkpoint first (``save``) unless the last is current."""
-        if t.phase == _QUEUED:
-            self._queued.remove(t.tid)
-        slots, old, ready = t.slots, t.token, t.phase == _READY
-        t.token = next(self._count)
-        self._board.cancel(t.futures.values())
-        t.futures, t.outs, t.deps, t.slots, t.phase = {}, {}, {}, [], _IDLE
-        if not slots:
-            return
-        rest = slots
-        if save and ready and not t.current and self._slots.alive(slots[0]):
-            t.saving = slots[0].save = self._board.submit(
-                _worker.save, t.tid, old, self._save_spec(t), True, False,
-                slot=slots[0], tag=("save", t.tid, None), name=f"hs-pause-{t.tid}",
-            )  # fmt: skip
-            rest = slots[1:]
-        self._release(t.tid, old, rest)
-        self._slots.give_back(slots)
-
-    def _scale(self, workers: int) -> None:
-        cluster = getattr(self._client, "cluster", None)
-        now = self.clock.now()
-        if cluster is None or not hasattr(cluster, "scale"):
-            warn(
-                "the cluster cannot be resized from here (attached by address): "
-                "ScaleCluster ignored"
-            )
-            self._events.append(WorkersChanged(now, len(self._slots)))
-            return
-        if workers >= len(self._slots):
-            self._expect = workers
-            cluster.scale(workers)
-            return
-        going = self._slots.free()[::-1][: len(self._slots) - workers]
-        for s in going:  # never handed out again, even before the scheduler sees them go
-            self._retired.add(s.addr)
-            del self._slots.by_name[s.name]
-        self._client.loop.add_callback(cluster.scale_down, [s.raw_name for s in going])
-        self._events.append(WorkersChanged(now, len(self._slots)))
-
-    # ------------------------------------------------------------------ events
-
-    def _handle(self, item: tuple) -> list[Event]:
-        kind = item[0]
-        if kind == "f":
-            return self._on_done(item[1])
-        if kind == "ev":
-            return self._on_report(item[1])
-        return self._sync_members()
+    def _handle(self, item: QueueItem) -> list[Event]:
+        match item:
+            case Finished():
+                return self._on_done(item.key)
+            case Report():
+                return self._on_report(item)
+        return self._sync_members()  # MembersChanged
 
     def _on_done(self, key: str) -> list[Event]:
-        entry = self._board.tasks.pop(key, None)
-        if entry is None:
+        task = self._board.finish(key)
+        if task is None:
             return []
-        fut, _slot, tag = entry
-        kind = tag[0]
+        fut = task.future
         try:
-            if kind == "epoch":
-                if key in self._board.heard:  # its event brought the same outcome already
-                    self._board.heard.discard(key)
-                    return []
-                return self._on_epoch(tag, self._board.fetch(fut), fut)
-            if kind == "prep" or kind == "save":
-                return self._on_prep(self._trials[tag[1]], fut, tag)
+            match task.tag:
+                case EpochTag() as tag if not task.heard:  # heard: its event said it already
+                    return self._on_epoch(tag, self._board.fetch(fut), fut)
+                case PrepTag() | SaveTag():
+                    out = self._board.fetch(fut)
+                    failed = self._placements.prepared(task, out)
+                    return [] if failed is None else [self._fail(failed, out.error)]
             return []
         finally:
             fut.release()  # read: the scheduler may forget it (and never recompute it elsewhere)
 
-    def _on_prep(self, t: _Live, fut, tag: tuple) -> list[Event]:
-        out = self._board.fetch(fut)
-        if out is not None and out.get("ckpt"):
-            self._note_ckpt(t, out["ckpt"])
-        if t.saving is fut:
-            t.saving = None
-        for s in self._slots.by_name.values():
-            if s.save is fut:
-                s.save = None
-        events: list[Event] = []
-        for w in [w for w in self._trials.values() if w.phase == _WAIT and fut.key in w.deps]:
-            del w.deps[fut.key]
-            if tag[0] == "prep" and w is t and tag[2] == t.token:
-                if out is not None and not out.get("ok"):
-                    events.append(
-                        self._fail(t, out.get("error", "checkpoint before resize failed"))
-                    )
-                    continue
-                if out is not None and out.get("rendezvous"):
-                    t.rendezvous = tuple(out["rendezvous"])
-            if not w.deps:
-                if len(w.slots) > 1 and w.rendezvous is None:  # no rendezvous came: ask again
-                    self._place(w, w.slots)
-                else:
-                    self._launch(w)
-        return events
-
-    def _on_report(self, msg: dict) -> list[Event]:
+    def _on_report(self, report: Report) -> list[Event]:
         """An epoch task's event: what it is about to return, a hop sooner than its future."""
-        entry = self._board.tasks.get(msg.get("key"))
-        if entry is None or entry[2][0] != "epoch":
+        task = self._board.hear(report)
+        if task is None:
             return []
-        self._board.heard.add(msg["key"])
-        return self._on_epoch(entry[2], msg["out"], entry[0])
+        return self._on_epoch(task.tag, report.outcome, task.future)
 
-    def _on_epoch(self, tag: tuple, out: dict | None, fut) -> list[Event]:
-        _, tid, token, rank, seq = tag
-        t = self._trials[tid]
-        if token != t.token or seq != t.seq or t.phase != _RUN:
+    def _on_epoch(self, tag: EpochTag, out: Epoch | Failed | None, fut) -> list[Event]:
+        t = self._trials[tag.trial_id]
+        if tag.token != t.token or tag.seq != t.seq or t.phase is not Phase.TRAINING:
             return []  # an epoch of a placement that was stopped, lost or replaced
         if out is None:
-            events = self._sync_members()
-            if token != t.token:
-                return events  # its worker left: reported as lost
-            return events + [self._fail(t, self._board.describe(fut))]
-        if not out["ok"]:
-            return [self._fail(t, out["error"])]
-        t.outs[rank] = out
+            found = self._sync_members()
+            if tag.token != t.token:
+                return found  # its worker left: reported as lost
+            return [*found, self._fail(t, self._board.describe(fut))]
+        if type(out) is Failed:
+            return [self._fail(t, out.error)]
+        t.outs[tag.rank] = out
         if len(t.outs) < len(t.slots):
             return []
         return [self._result(t)]
 
-    def _result(self, t: _Live) -> Event:
+    def _result(self, t: LiveTrial) -> Event:
         first = t.outs[0]
-        info = dict(first["metrics"])
+        info = dict(first.metrics)
         if self.metric not in info:
             return self._fail(
                 t,
@@ -499,34 +290,31 @@ class DaskRuntime:
         except (TypeError, ValueError):
             return self._fail(t, f"step()'s {self.metric!r} is not a number")
         done = bool(info.pop("done", False))
-        if first["best"] is not None:
-            self._note_best(t.tid, first["best"], metric)
+        if first.best is not None:
+            self._bests.offer(t.tid, first.best, metric)
         now = self.clock.now()
         wall = now - t.t_exec
-        work = max(o["step"] for o in t.outs.values()) + first["write"]
-        seconds, startup = (work, max(0.0, wall - work)) if t.kind == "start" else (wall, 0.0)
-        t.reported = first["epoch"]
-        if first["ckpt"] is not None:
-            self._note_ckpt(t, first["ckpt"])
-        t.futures, t.outs, t.phase = {}, {}, _READY
-        return Result(
+        work = max(o.step for o in t.outs.values()) + first.write
+        seconds, startup = (work, max(0.0, wall - work)) if t.starting else (wall, 0.0)
+        t.reported = first.epoch
+        if first.ckpt is not None:
+            t.note_ckpt(first.ckpt)
+        move(t, "report")
+        t.futures, t.outs = {}, {}
+        return events.Result(
             t.tid, t.reported, metric, now, seconds, len(t.slots), startup, done, info or None
         )
 
-    def _fail(self, t: _Live, error: str) -> TrialFailed:
+    def _fail(self, t: LiveTrial, error: str) -> events.TrialFailed:
         epoch = t.reported
-        self._vacate(t, save=False)
-        self._place_queued()
-        return TrialFailed(t.tid, self.clock.now(), error, epoch)
+        self._placements.vacate(t, save=False)
+        self._placements.place_queued()
+        return events.TrialFailed(t.tid, self.clock.now(), error, epoch)
 
     def _check_timeouts(self, now: float) -> list[Event]:
         if self._task_timeout is None:
             return []
-        late = [
-            t
-            for t in self._trials.values()
-            if t.phase == _RUN and now - t.t_launch > self._task_timeout
-        ]
+        late = [t for t in self._training() if now - t.t_launch > self._task_timeout]
         return [
             self._fail(
                 t,
@@ -539,8 +327,11 @@ class DaskRuntime:
     def _next_timeout(self) -> float:
         if self._task_timeout is None:
             return float("inf")
-        starts = [t.t_launch for t in self._trials.values() if t.phase == _RUN]
+        starts = [t.t_launch for t in self._training()]
         return min(starts, default=float("inf")) + self._task_timeout
+
+    def _training(self) -> list[LiveTrial]:
+        return [t for t in self._trials.values() if t.phase is Phase.TRAINING]
 
     # ------------------------------------------------------------------ membership
 
@@ -553,69 +344,40 @@ class DaskRuntime:
         workers = {a: w for a, w in everyone.items() if a not in self._retired}
         gone, added = self._slots.sync(workers)
         for s in added:  # torch's import takes seconds: done before a trial waits for it
-            self._board.submit(_worker.warm, slot=s, tag=("warm", None), name="hs-warm")
+            self._board.submit(_worker.warm, slot=s, tag=WarmTag(), name="hs-warm")
         if not gone and not added:
             return []
         lost = list(dict.fromkeys(s.tenant for s in gone if s.tenant is not None))
         self._board.cancel_off(workers)
-        for tid in lost:
-            t = self._trials[tid]
-            t.slots = [s for s in t.slots if self._slots.alive(s)]
-            self._vacate(t, save=False)
+        for tid in lost:  # what is left of its workers is freed (no task goes to the gone)
+            self._placements.vacate(self._trials[tid], save=False)
         if self._expect is not None and len(self._slots) >= self._expect:
             self._expect = None
-        self._place_queued()
+        self._placements.place_queued()
         if self._expect is None:  # no workers on their way: what cannot be placed is lost
-            for tid in self._queued:
-                self._trials[tid].phase = _IDLE
-            lost += self._queued
-            self._queued = []
-        return [WorkersChanged(self.clock.now(), len(self._slots), tuple(lost))]
+            lost += self._placements.drop_queued()
+        return [events.WorkersChanged(self.clock.now(), len(self._slots), tuple(lost))]
 
-    def _place_queued(self) -> None:
-        for tid in list(self._queued):
-            t = self._trials[tid]
-            slots = self._slots.take(tid, t.want)
-            if slots is not None:
-                self._queued.remove(tid)
-                self._place(t, slots)
-
-    # ------------------------------------------------------------------ helpers
-
-    def _release(self, tid: int, token: int, slots) -> None:
-        for s in slots:
-            if self._slots.alive(s):
-                self._board.submit(
-                    _worker.release,
-                    tid,
-                    token,
-                    slot=s,
-                    tag=("release", tid),
-                    name=f"hs-release-{tid}",
-                )
-
-    def _note_ckpt(self, t: _Live, info: dict) -> None:
-        if t.ckpt is None or info["epoch"] >= t.ckpt["epoch"]:
-            t.ckpt = info
-
-    def _save_spec(self, t: _Live) -> dict:
-        above = self._sign * self._bests[-1]["metric"] if self._bests else None
-        return {
-            "dir": self._dir,
-            "overhead": self._overhead,
-            "keep": t.ckpt["url"] if t.ckpt else None,
-            "best": {"metric": self.metric, "sign": self._sign, "above": above},
-        }
-
-    def _note_best(self, tid: int, info: dict, metric: float) -> None:
-        """Keep a record's weights; drop them if another trial's beat them meanwhile."""
-        if self._bests and self._sign * metric <= self._sign * self._bests[-1]["metric"]:
-            remove_checkpoint(info["url"])
+    def _scale(self, workers: int) -> None:
+        cluster = getattr(self._client, "cluster", None)
+        now = self.clock.now()
+        if cluster is None or not hasattr(cluster, "scale"):
+            warn(
+                "the cluster cannot be resized from here (attached by address): "
+                "ScaleCluster ignored"
+            )
+            self._events.append(events.WorkersChanged(now, len(self._slots)))
             return
-        self._bests.append({**info, "trial_id": tid, "metric": metric})
-        if len(self._bests) > 2:  # two: the last may come after the deadline, unread
-            remove_checkpoint(self._bests.pop(0)["url"])
+        if workers >= len(self._slots):
+            self._expect = workers
+            cluster.scale(workers)
+            return
+        going = self._slots.free()[::-1][: len(self._slots) - workers]
+        self._retired.update(s.addr for s in going)
+        self._slots.retire(going)  # never handed out again, even before the scheduler sees
+        self._client.loop.add_callback(cluster.scale_down, [s.raw_name for s in going])
+        self._events.append(events.WorkersChanged(now, len(self._slots)))
 
     def __repr__(self) -> str:
-        running = sum(t.phase in (_RUN, _READY, _WAIT) for t in self._trials.values())
+        running = sum(t.phase not in (Phase.IDLE, Phase.QUEUED) for t in self._trials.values())
         return f"DaskRuntime(workers={len(self._slots)}, trials running={running})"

@@ -164,7 +164,9 @@ class SimRuntime:
         """Put the trial's next epoch in flight: it ends after ``startup`` + its seconds / s(k)."""
         secs = run.replay.seconds[run.replay.progress] / run.speed
         self._seq += 1
-        heapq.heappush(self._heap, (self.clock.now() + startup + secs, self._seq, tid, run, secs, startup))
+        heapq.heappush(
+            self._heap, (self.clock.now() + startup + secs, self._seq, tid, run, secs, startup)
+        )
 
     def _scale(self, workers: int) -> None:
         if not self._held <= workers <= self.max_workers:

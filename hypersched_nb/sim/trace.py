@@ -1,4 +1,4 @@
-"""Learning-curve traces (DESIGN.md's contract): loading, validation and lookup by name."""
+"""Learning-curve traces (a contract: docs/design.md): loading, validation and lookup by name."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class Trace:
 
     def final_metrics(self, max_epochs: int | None = None) -> np.ndarray:
         R = max_epochs or self.longest
-        return np.array([m[: R][-1] for m in self.metrics.values()])
+        return np.array([m[:R][-1] for m in self.metrics.values()])
 
 
 def trace_dirs() -> list[Path]:
@@ -82,11 +82,13 @@ def load_trace(name_or_path: str | os.PathLike) -> Trace:
     path = find_trace(name_or_path)
     try:
         df = pd.read_csv(path)
-    except Exception as exc:  # pandas raises many types for malformed files
+    except Exception as exc:  # noqa: BLE001 - pandas raises many types for malformed files
         raise TraceFormatError(f"trace {path}: cannot be read as CSV ({exc})") from None
     missing = [c for c in _REQUIRED if c not in df.columns]
     if missing:
-        raise TraceFormatError(f"trace {path}: missing column(s) {', '.join(missing)}; need {', '.join(_REQUIRED)}")
+        raise TraceFormatError(
+            f"trace {path}: missing column(s) {', '.join(missing)}; need {', '.join(_REQUIRED)}"
+        )
     if df.empty:
         raise TraceFormatError(f"trace {path}: has no rows")
     if (df["seconds"] < 0).any() or df["seconds"].isna().any():
@@ -97,7 +99,9 @@ def load_trace(name_or_path: str | os.PathLike) -> Trace:
     for tid, g in df.groupby("trial", sort=True):
         epochs = g["epoch"].to_numpy()
         if epochs[0] != 1 or (np.diff(epochs) != 1).any():
-            raise TraceFormatError(f"trace {path}: trial {tid} epochs must run 1, 2, 3, ... without gaps")
+            raise TraceFormatError(
+                f"trace {path}: trial {tid} epochs must run 1, 2, 3, ... without gaps"
+            )
         tid = int(tid)
         metrics[tid] = g["metric"].to_numpy(dtype=float)
         seconds[tid] = g["seconds"].to_numpy(dtype=float)

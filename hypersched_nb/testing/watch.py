@@ -1,5 +1,5 @@
 """Watchers for the policy contract: a policy and a runtime wrapped so that every answer and
-every instruction is checked, plus the clock trap (STYLE.md's FailingClock).
+every instruction is checked, plus the clock trap (any clock read in a policy hook fails).
 
 A watcher records violations by check (``Violations``) instead of stopping at the first, so
 each contract test can report its own check.
@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Mapping
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies import Policy
 from hypersched_nb.core.trial import Trial
@@ -57,7 +57,7 @@ _CLOCK_FUNCS = (
 @contextlib.contextmanager
 def no_clock_reads(who: str = "policy") -> Iterator[None]:
     """Within the block, every clock function of :mod:`time` raises :class:`ClockRead` in
-    this thread (the FailingClock of STYLE.md; other threads, such as a background search
+    this thread (a clock that fails when read; other threads, such as a background search
     of another test, read their clocks as usual; ``datetime`` imports in core are refused
     by an AST test)."""
     saved = {name: getattr(time, name) for name in _CLOCK_FUNCS}
@@ -161,14 +161,6 @@ class WatchedPolicy(Policy):
         self.log: list[tuple] = []
         self.deadlines: list[float] = []  # every distinct ctx.deadline seen, in order
 
-    @property
-    def why(self) -> str:  # the driver reads and resets the inner policy's reason
-        return self.inner.why
-
-    @why.setter
-    def why(self, value: str) -> None:
-        self.inner.why = value
-
     def _call(self, hook: str, ctx: PolicyContext, *args):
         v = self.violations
         if not self.deadlines or self.deadlines[-1] != ctx.deadline:
@@ -191,7 +183,7 @@ class WatchedPolicy(Policy):
     def on_trial_add(self, trial: Trial, ctx: PolicyContext) -> None:
         self._call("on_trial_add", ctx, trial)
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         self.results += 1
         if self.swap_at is not None and not self.swapped and self.results >= self.swap_at:
             self._swap(ctx)
@@ -200,19 +192,18 @@ class WatchedPolicy(Policy):
                 "deadline",
                 f"result at {result.time} reached the policy past deadline {ctx.deadline}",
             )
-        decision = self._call("on_trial_result", ctx, trial, result)
-        if type(decision) is not Decision:
-            self.violations.add(
-                "decisions", f"on_trial_result returned {decision!r}, not a Decision"
+        verdict = self._call("on_trial_result", ctx, trial, result)
+        if type(verdict) is not Verdict or not isinstance(verdict.reason, str):
+            self.violations.add("decisions", f"on_trial_result returned {verdict!r}, not a Verdict")
+        else:
+            self.log.append(
+                ("result", trial.trial_id, result.epoch, verdict.decision, verdict.reason)
             )
-        if not isinstance(self.inner.why, str):
-            self.violations.add("decisions", f"`why` is {self.inner.why!r}, not a str")
-        self.log.append(("result", trial.trial_id, result.epoch, decision, self.inner.why))
         line = self._call("describe", ctx)
         if not isinstance(line, str) or "\n" in line:
             self.violations.add("decisions", f"describe returned {line!r}, not one line")
         self.log.append(("describe", line))
-        return decision
+        return verdict
 
     def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
         self.log.append(("complete", trial.trial_id))
@@ -246,14 +237,19 @@ class WatchedPolicy(Policy):
         self.log.append(("choose", _tid(first)))
         return first
 
-    def retire(self, ctx: PolicyContext):
-        ids = list(self._call("retire", ctx))
-        for tid in ids:
+    def retire(self, ctx: PolicyContext) -> Mapping[int, str]:
+        answer = self._call("retire", ctx)
+        if not isinstance(answer, Mapping):
+            self.violations.add("decisions", f"retire returned {answer!r}, not a mapping")
+            answer = {}
+        for tid, reason in answer.items():
             if tid not in ctx.pending and tid not in ctx.paused:
                 state = ctx.trials[tid].state.name if tid in ctx.trials else "unknown"
                 self.violations.add("decisions", f"retire named trial {tid} in state {state}")
-        self.log.append(("retire", tuple(ids)))
-        return ids
+            if not isinstance(reason, str):
+                self.violations.add("decisions", f"retire gave trial {tid} the reason {reason!r}")
+        self.log.append(("retire", tuple(answer.items())))
+        return answer
 
     def allocate(self, ctx: PolicyContext):
         targets = self._call("allocate", ctx)
@@ -314,18 +310,20 @@ class WatchedPolicy(Policy):
 
 
 #: hooks a driver may skip when a policy leaves them at the base's no-op
-_OPTIONAL_HOOKS = ("retire", "allocate", "next_wakeup", "cluster_size")
+_OPTIONAL_HOOKS = ("retire", "allocate", "next_wakeup")
 _WATCHER_CLASSES: dict[type, type] = {}
 
 
 def watch(inner: Policy, violations: Violations, *, swap_at: int | None = None) -> WatchedPolicy:
     """A :class:`WatchedPolicy` around ``inner`` that leaves at the base's no-op exactly the
-    optional hooks ``inner`` leaves there, so the driver calls what it would call unwatched."""
+    optional hooks ``inner`` leaves there, and is elastic exactly when ``inner`` is, so the
+    driver calls what it would call unwatched."""
     kind = type(inner)
     if kind not in _WATCHER_CLASSES:
         keep = {
             h: getattr(Policy, h) for h in _OPTIONAL_HOOKS if getattr(kind, h) is getattr(Policy, h)
         }
+        keep["elastic"] = kind.elastic
         _WATCHER_CLASSES[kind] = type(f"Watched{kind.__name__}", (WatchedPolicy,), keep)
     return _WATCHER_CLASSES[kind](inner, violations, swap_at=swap_at)
 

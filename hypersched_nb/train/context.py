@@ -20,7 +20,6 @@ class TrainContext:
     device: str = "cpu"
     trial_id: int = 0
     seed: int = 0
-    base_world_size: int = 1  # the world size the configuration's batch size and lr are for
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -34,7 +33,9 @@ class TrainContext:
             return model
         from torch.nn.parallel import DistributedDataParallel
 
-        return DistributedDataParallel(model, device_ids=None if self.device == "cpu" else [self.device])
+        return DistributedDataParallel(
+            model, device_ids=None if self.device == "cpu" else [self.device]
+        )
 
     @staticmethod
     def unwrap(model):
@@ -42,7 +43,9 @@ class TrainContext:
         the same on 1 or k workers (no ``module.`` prefixes)."""
         return getattr(model, "module", model)
 
-    def shard_loader(self, dataset, batch_size: int, *, shuffle: bool = True, epoch_seed: int = 0, **kw):
+    def shard_loader(
+        self, dataset, batch_size: int, *, shuffle: bool = True, epoch_seed: int = 0, **kw
+    ):
         """A DataLoader over this replica's shard of ``dataset`` (all of it on one worker).
 
         ``batch_size`` is per replica: the global batch grows with the world size, as in the
@@ -61,5 +64,6 @@ class TrainContext:
         return DataLoader(dataset, batch_size=batch_size, sampler=sampler, **kw)
 
     def lr_scale(self) -> float:
-        """√(batch growth): the learning-rate factor for a trial resized from its base size."""
-        return (self.world_size / self.base_world_size) ** 0.5
+        """√(batch growth): the learning-rate factor on ``world_size`` workers, for a
+        configuration whose learning rate is for one worker."""
+        return self.world_size**0.5

@@ -1,4 +1,5 @@
-"""The benchmark command as DESIGN.md's contract states it: arguments, table, JSON, errors."""
+"""The benchmark command as its contract (docs/design.md) states it: arguments, table, JSON,
+errors."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def test_json_has_exactly_the_contract_fields(toy, tmp_path, capsys):
     assert doc["trace"] == str(toy) and doc["workers"] == 2  # as given on the command line
     assert len(doc["runs"]) == 3 * 2 * 2  # policies × deadlines × seeds
     for row in doc["runs"]:
-        # the contract's fields in order, then issue 3's addition (additions only)
+        # the contract's first fields in order, then the billed worker-seconds added at the end
         assert list(row) == CONTRACT_ROW + ["worker_seconds_billed"]
         assert isinstance(row["deadline"], float) and row["seed"] in (0, 1)  # seeds 0 … K−1
         assert row["best"] <= row["oracle"]  # the oracle bounds every policy

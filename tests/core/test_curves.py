@@ -29,8 +29,17 @@ KNOWN = {
 
 def test_the_eleven_families_of_domhan_et_al():
     assert set(FAMILIES) == {
-        "pow3", "pow4", "log_power", "weibull", "mmf", "janoschek", "ilog2", "hill",
-        "vapor_pressure", "log_log_linear", "exp4",
+        "pow3",
+        "pow4",
+        "log_power",
+        "weibull",
+        "mmf",
+        "janoschek",
+        "ilog2",
+        "hill",
+        "vapor_pressure",
+        "log_log_linear",
+        "exp4",
     }
 
 
@@ -148,7 +157,9 @@ def test_same_generator_same_prediction():
 
 def test_fractional_epochs_are_accepted():
     x = np.linspace(1.0, 6.0, 11)
-    pred = predict(x, 0.9 - 0.5 * x**-0.7, [10.5, 20.0], bounds=(0, 1), rng=np.random.default_rng(0))
+    pred = predict(
+        x, 0.9 - 0.5 * x**-0.7, [10.5, 20.0], bounds=(0, 1), rng=np.random.default_rng(0)
+    )
     # off the integer grid the families are evaluated directly and still fit
     assert np.all(np.abs(pred.mean - (0.9 - 0.5 * np.array([10.5, 20.0]) ** -0.7)) < 0.05)
 

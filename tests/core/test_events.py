@@ -72,7 +72,7 @@ def sample(cls: type):
 def test_every_event_and_instruction_has_a_sample_here():
     # an event type added to the unions must be specified here too
     assert {cls.__name__ for cls in ALL} <= set(SAMPLES)
-    # the unions hold the inputs and the instructions DESIGN.md names
+    # the unions hold the inputs and the instructions of the runtime protocol (docs/design.md)
     assert {c.__name__ for c in members(events.Event)} >= {
         "Result",
         "TrialFailed",

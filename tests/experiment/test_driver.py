@@ -5,10 +5,12 @@ would otherwise idle; a trial completes at R or where its curve ends; a NaN or i
 metric stops the trial as diverged and never counts as best; PAUSE gives the workers back and
 a resume pays the start-up again; retired trials never run; allocation targets are applied at
 the next epoch boundary (shrinks always, grows in the policy's order while workers last);
-a failed trial is ERRORED and a lost worker pauses its trial; at the deadline everything
-stops and the best is the best metric reported at or before it, also when the deadline moves
-during the search; a seed reproduces a search exactly and offers the same configurations to
-every policy; the oracle bounds every policy.
+a failed trial is ERRORED and a lost worker pauses its trial; whoever watches the search
+hears how each trial ended; a policy's reasons reach the journal with its decisions, and
+the driver reads nothing of a policy but its answers; at the deadline everything stops and
+the best is the best metric reported at or before it, also when the deadline moves during
+the search; a seed reproduces a search exactly and offers the same configurations to every
+policy; the oracle bounds every policy.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import math
 
 import pytest
 
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import (
     DeadlineChanged,
     Pause,
@@ -28,19 +30,17 @@ from hypersched_nb.core.events import (
     WorkersChanged,
 )
 from hypersched_nb.core.policies import Policy, names
-from hypersched_nb.core.trial import TrialState
+from hypersched_nb.core.trial import TrialEnding, TrialState
 from hypersched_nb.experiment.driver import Driver
 from hypersched_nb.experiment.simulate import SimSettings, simulate
 from hypersched_nb.sim.clock import VirtualClock
 from hypersched_nb.sim.runtime import SimRuntime, offers
 from hypersched_nb.sim.trace import TRACE_KEY
-from hypersched_nb.testing.policy_suite import (
+from hypersched_nb.testing.pytest_policies import (
     Violations,
     WatchedRuntime,
-    row_json,
     synthetic_trace,
     trace_from_curves,
-    written_policies,
 )
 
 
@@ -50,7 +50,7 @@ class Scripted(Policy):
     name = "scripted"
 
     def __init__(self, decide=None, targets=None, retire=None):
-        self.decide = decide or {}  # (trial, epoch) -> Decision
+        self.decide = decide or {}  # (trial, epoch) -> Verdict
         self.targets = targets  # ctx -> {trial: workers} or None
         self.to_retire = retire or set()
         self.calls: list[tuple] = []
@@ -60,7 +60,7 @@ class Scripted(Policy):
 
     def on_trial_result(self, trial, result, ctx):
         self.calls.append(("result", trial.trial_id, result.epoch))
-        return self.decide.get((trial.trial_id, result.epoch), Decision.CONTINUE)
+        return self.decide.get((trial.trial_id, result.epoch), CONTINUE)
 
     def on_trial_complete(self, trial, ctx):
         self.calls.append(("complete", trial.trial_id))
@@ -72,7 +72,8 @@ class Scripted(Policy):
         self.calls.append(("error", trial.trial_id))
 
     def retire(self, ctx):
-        return [tid for tid in self.to_retire if tid in ctx.pending or tid in ctx.paused]
+        waiting = [tid for tid in self.to_retire if tid in ctx.pending or tid in ctx.paused]
+        return dict.fromkeys(waiting, "scripted retirement")
 
     def allocate(self, ctx):
         return None if self.targets is None else self.targets(ctx)
@@ -91,6 +92,7 @@ def drive(
     max_epochs=None,
     target=None,
     move_deadline=None,
+    on_trial_over=None,
 ):
     trace = trace_from_curves(curves, seconds, mode=mode, scaling=scaling, startup=startup)
     R = max_epochs or trace.longest
@@ -110,6 +112,7 @@ def drive(
         scaling=trace.scaling,
         target=target,
         journal=True,
+        on_trial_over=on_trial_over,
     )
     runtime.driver = driver
     out = driver.run()
@@ -172,7 +175,7 @@ def test_a_non_finite_metric_stops_the_trial_as_diverged(bad):
 
 
 def test_stop_ends_a_trial_and_frees_its_worker_for_the_next():
-    policy = Scripted(decide={(0, 1): Decision.STOP})
+    policy = Scripted(decide={(0, 1): Verdict.stop("scripted stop")})
     driver, _out, _rt = drive(policy, [[0.1, 0.2], [0.3, 0.4]])
     assert driver.trials[0].state is TrialState.TERMINATED and driver.trials[0].epochs == 1
     # trial 1 is offered and started the moment trial 0 stops
@@ -184,7 +187,7 @@ def test_stop_ends_a_trial_and_frees_its_worker_for_the_next():
 
 def test_a_paused_trial_gives_its_worker_back_and_resumes_from_its_checkpoint():
     # trial 0 pauses after epoch 1; FIFO resumes paused trials first when a worker frees
-    policy = Scripted(decide={(0, 1): Decision.PAUSE})
+    policy = Scripted(decide={(0, 1): Verdict.pause("scripted pause")})
     driver, out, rt = drive(policy, [[0.1, 0.2, 0.3], [0.4, 0.5]], startup=2.0)
     pauses = [i for i in rt.instructions if type(i) is Pause]
     assert pauses == [Pause(0)]
@@ -320,11 +323,119 @@ def test_a_lost_worker_pauses_its_trial_which_then_resumes():
     assert any(e["action"] == "WorkerLost" and e["trial"] == 0 for e in out.journal)
 
 
+# ------------------------------------------------------------------------------ what the driver tells and reads
+
+
+def test_whoever_watches_hears_how_every_trial_ended():
+    heard = {}
+    policy = Scripted(decide={(1, 1): Verdict.stop("scripted stop")}, retire={3})
+    policy.choose_trial_to_run = lambda ctx: next(
+        (t for t in ctx.pending.values() if t.trial_id != 3), None
+    )
+    curves = [[0.1, 0.2], [0.3, 0.4], [0.5, math.nan], [0.6, 0.7], [0.1, 0.2, 0.3, 0.4]]
+    drive(
+        policy, curves, workers=2, deadline=35.0,
+        on_trial_over=lambda trial, ending: heard.setdefault(trial.trial_id, ending),
+    )  # fmt: skip
+    assert heard == {
+        0: TrialEnding.COMPLETED,  # its curve ended
+        1: TrialEnding.STOPPED,  # by the policy
+        2: TrialEnding.DIVERGED,  # NaN at its second epoch
+        3: TrialEnding.RETIRED,  # never chosen, then retired
+        4: TrialEnding.STOPPED,  # cut by the deadline at 35 s
+    }
+    # and a trial whose code raised
+    failed, clock = {}, VirtualClock()
+    batches = [[TrialFailed(0, 7.0, "Traceback ...\nValueError: boom", 1)]]
+    Driver(
+        Scripted(), FakeRuntime(clock, 1, batches), clock, iter([{TRACE_KEY: 0}]),
+        deadline=100.0, max_epochs=10, on_trial_over=lambda t, e: failed.setdefault(t.trial_id, e),
+    ).run()  # fmt: skip
+    assert failed == {0: TrialEnding.FAILED}
+
+
+#: every name the driver may look up on a policy: its hooks (and nothing it keeps)
+HOOKS = {
+    "on_trial_add", "on_trial_result", "on_trial_complete", "on_trial_remove", "on_trial_error",
+    "choose_trial_to_run", "retire", "allocate", "next_wakeup", "cluster_size",
+}  # fmt: skip
+LOOKED_UP: list[str] = []
+
+
+class Sealed(Policy):
+    """Keeps nothing on itself, refuses every write and records every name looked up on it.
+    Trial 0 pauses after one epoch, trial 1 stops after one, trial 2 is retired unstarted."""
+
+    name = "sealed"
+
+    def __getattribute__(self, name):
+        LOOKED_UP.append(name)
+        return super().__getattribute__(name)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"something set policy.{name}")
+
+    def on_trial_result(self, trial, result, ctx):
+        if trial.trial_id == 0 and result.epoch == 1:
+            return Verdict.pause("sealed: one epoch each")
+        if trial.trial_id == 1:
+            return Verdict.stop("sealed: seen enough")
+        return CONTINUE
+
+    def choose_trial_to_run(self, ctx):
+        waiting = (*ctx.paused.values(), *ctx.pending.values())
+        return next((t for t in waiting if t.trial_id != 2), None)
+
+    def retire(self, ctx):
+        return {2: "sealed: no room"} if 2 in ctx.pending else {}
+
+
+def test_reasons_travel_with_decisions_and_the_driver_reads_only_the_hooks():
+    LOOKED_UP.clear()
+    curves = [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]
+    _driver, out, _rt = drive(Sealed(), curves, workers=2, deadline=100.0)
+    # the driver wrote nothing on the policy (a write would have raised) and read only hooks
+    assert set(LOOKED_UP) <= HOOKS
+    # every reason the policy gave is in the journal, next to its decision
+    said = {(e["trial"], e["action"], e["reason"]) for e in out.journal}
+    assert {
+        (0, "Pause", "sealed: one epoch each"),
+        (1, "Stop", "sealed: seen enough"),
+        (2, "Stop", "sealed: no room"),
+    } <= said
+
+
+class LateSlider(FakeRuntime):
+    """Moves the driver's deadline to ``to`` while it waits, as the notebook's slider would."""
+
+    def __init__(self, clock, workers, batches, to):
+        super().__init__(clock, workers, batches)
+        self.to, self.driver = to, None
+
+    def advance(self, until):
+        events = super().advance(until)
+        self.driver.deadline = self.to
+        return events
+
+
+def test_a_result_past_a_deadline_moved_during_the_wait_never_counts():
+    clock = VirtualClock()
+    rt = LateSlider(clock, 1, [[Result(0, 1, 0.9, 60.0, 60.0, 1)]], to=50.0)
+    policy = Scripted()
+    driver = Driver(policy, rt, clock, iter([{TRACE_KEY: 0}]), deadline=100.0, max_epochs=10)
+    rt.driver = driver
+    out = driver.run()
+    # the epoch ended at 60, past the deadline of 50 set while the runtime waited
+    assert math.isnan(out.best) and ("result", 0, 1) not in policy.calls
+
+
 # ------------------------------------------------------------------------------ the deadline
 
 
 class ReleasesEveryWorker(Scripted):
     """Elastic: gives every worker back once nothing runs; optionally wakes up at ``wake``."""
+
+    elastic = True
 
     def __init__(self, wake=None, **kw):
         super().__init__(**kw)
@@ -338,15 +449,25 @@ class ReleasesEveryWorker(Scripted):
 
 
 def test_an_elastic_policy_that_lets_every_worker_go_ends_the_search_then():
-    policy = ReleasesEveryWorker(decide={(0, 1): Decision.STOP})
+    policy = ReleasesEveryWorker(decide={(0, 1): Verdict.stop("scripted stop")})
     _driver, out, _rt = drive(policy, [[0.1, 0.2, 0.3]], deadline=1000.0)
     # stopped after its first epoch at t = 10: the cluster goes to 0 and the search ends
     assert out.ended_at == 10.0 and out.best == 0.1
     assert any(e["action"] == "ScaleCluster" and e["time"] == 10.0 for e in out.journal)
 
 
+def test_only_a_policy_that_declares_itself_elastic_sizes_the_cluster():
+    class Undeclared(ReleasesEveryWorker):
+        elastic = False  # its cluster_size is never asked
+
+    policy = Undeclared(decide={(0, 1): Verdict.stop("scripted stop")})
+    _driver, out, _rt = drive(policy, [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], deadline=1000.0)
+    assert not any(e["action"] == "ScaleCluster" for e in out.journal)
+    assert out.ended_at == 40.0  # the second trial ran on the worker the first gave back
+
+
 def test_with_a_wake_up_set_a_search_without_workers_waits_for_it():
-    policy = ReleasesEveryWorker(wake=500.0, decide={(0, 1): Decision.STOP})
+    policy = ReleasesEveryWorker(wake=500.0, decide={(0, 1): Verdict.stop("scripted stop")})
     _driver, out, _rt = drive(policy, [[0.1, 0.2, 0.3]], deadline=1000.0)
     # it might have asked for workers again when it woke up; it did not, so the search ends
     assert out.ended_at == 500.0
@@ -437,18 +558,18 @@ SETTINGS = SimSettings(workers=4, configs=20, max_epochs=16, eta=2)
 def test_a_seed_reproduces_a_search_exactly():
     a, b = (simulate(TRACE, "asha", 120.0, 7, SETTINGS, journal=True) for _ in range(2))
     # the same JSON row and the same journal, decision for decision
-    assert row_json(a) == row_json(b) and a["_outcome"].journal == b["_outcome"].journal
+    assert a.record.to_json() == b.record.to_json() and a.outcome.journal == b.outcome.journal
     # and another seed is another search
     assert (
-        simulate(TRACE, "asha", 120.0, 8, SETTINGS, journal=True)["_outcome"].journal
-        != a["_outcome"].journal
+        simulate(TRACE, "asha", 120.0, 8, SETTINGS, journal=True).outcome.journal
+        != a.outcome.journal
     )
 
 
 def test_a_seed_offers_the_same_configurations_to_every_policy():
     expected = offers(TRACE, SETTINGS.configs, 3)
-    for name in written_policies():
-        driver = simulate(TRACE, name, 60.0, 3, SETTINGS)["_driver"]
+    for name in names():
+        driver = simulate(TRACE, name, 60.0, 3, SETTINGS).driver
         seen = [driver.trials[i].config for i in sorted(driver.trials)]
         # each policy sees a prefix of one and the same seeded order
         assert seen == expected[: len(seen)], name
@@ -457,18 +578,17 @@ def test_a_seed_offers_the_same_configurations_to_every_policy():
 @pytest.mark.parametrize("mode", ["max", "min"])
 def test_the_oracle_bounds_every_policy(mode):
     trace = synthetic_trace(mode=mode, seed=11)
-    for name in written_policies():
+    for name in names():
         for deadline, seed in ((30.0, 0), (200.0, 1)):
             row = simulate(trace, name, deadline, seed, SETTINGS)
-            if math.isnan(row["best"]):
+            if math.isnan(row.record.best):
                 continue  # nothing reported by the deadline
             # no policy beats one configuration given every worker from t = 0
-            assert (
-                (row["best"] <= row["oracle"]) if mode == "max" else (row["best"] >= row["oracle"])
-            ), (name, deadline)
+            best, oracle = row.record.best, row.record.oracle
+            assert (best <= oracle) if mode == "max" else (best >= oracle), (name, deadline)
 
 
-def test_the_registry_names_the_policies_of_design_md():
+def test_the_registry_names_every_policy_of_the_benchmark():
     assert set(names()) >= {
         "hypersched",
         "hypersched-paper",

@@ -1,6 +1,5 @@
 """Experiment: the user's object, run here on the simulator (fast and deterministic)."""
 
-import math
 import threading
 
 import pytest
@@ -62,19 +61,19 @@ def held(trace, deadline=150.0, workers=3, **kw):
     clock = VirtualClock()
     runtime = Held(SimRuntime(trace, clock, workers))
     configs = [trace.config(i) for i in trace.ids]
-    exp = Experiment(None, configs, metric="acc", deadline=deadline, max_epochs=trace.longest,
-                     policy="asha", runtime=runtime, clock=clock, **kw)  # fmt: skip
+    exp = Experiment._on(runtime, clock, configs, metric="acc", deadline=deadline,
+                         max_epochs=trace.longest, policy="asha", **kw)  # fmt: skip
     return exp, runtime
 
 
 def test_a_replay_finds_what_the_benchmark_finds(trace):
     exp = replay(trace, seed=4)
     exp.run()
-    row = simulate(trace, "asha", 150, 4, SimSettings(workers=3, configs=10))
+    run = simulate(trace, "asha", 150, 4, SimSettings(workers=3, configs=10)).record
     # the same offers, policy and driver: the same best and the same number of trials
-    assert exp.best.metric == row["best"]
-    assert len(exp.results()) >= row["trials_started"]
-    assert (exp.results()["started_at"].notna()).sum() == row["trials_started"]
+    assert exp.best.metric == run.best
+    assert len(exp.results()) >= run.trials_started
+    assert (exp.results()["started_at"].notna()).sum() == run.trials_started
 
 
 def test_a_replay_has_no_weights_and_load_best_says_what_it_needs(trace):
@@ -140,8 +139,8 @@ def test_a_sampler_learns_from_every_trial(trace):
     clock = VirtualClock()
     runtime = SimRuntime(trace, clock, 3)
     space = {"trace_trial": CategoricalDistribution(list(trace.ids))}
-    exp = Experiment(None, space, metric="acc", deadline=200, max_epochs=trace.longest, policy="asha",
-                     sampler="tpe", seed=0, runtime=runtime, clock=clock)  # fmt: skip
+    exp = Experiment._on(runtime, clock, space, metric="acc", deadline=200, max_epochs=trace.longest,
+                         policy="asha", sampler="tpe", seed=0)  # fmt: skip
     exp.run()
     study = exp.source.study
     df = exp.results()
@@ -223,8 +222,8 @@ def test_a_search_that_raises_reports_it(trace):
         def advance(self, until):
             raise RuntimeError("the cluster went away")
 
-    exp = Experiment(None, [{"a": 1}], metric="acc", deadline=10, max_epochs=3, policy="asha",
-                     runtime=Broken(), clock=VirtualClock())  # fmt: skip
+    exp = Experiment._on(Broken(), VirtualClock(), [{"a": 1}], metric="acc", deadline=10,
+                         max_epochs=3, policy="asha")  # fmt: skip
     exp.start()
     with pytest.raises(RuntimeError, match="went away"):
         exp.wait()
@@ -287,9 +286,33 @@ def test_bad_input_is_a_one_line_config_error_naming_the_parameter(kw, name):
     assert name in str(err.value) and "\n" not in str(err.value)
 
 
-def test_unknown_policy_keywords_are_config_errors():
-    with pytest.raises(ConfigError, match="asha"):
-        Experiment(Net, {"lr": [0.1]}, deadline="1m", max_epochs=5, policy="asha", bogus=3)
+def test_everything_after_the_space_is_a_keyword():
+    # Experiment(trainable, space, metric, ...) would bind a metric to the wrong place silently
+    with pytest.raises(TypeError):
+        Experiment(Net, {"lr": [0.1]}, "val_acc")
+    # and there is no catch-all: a misspelt setting is refused, not handed to the policy
+    with pytest.raises(TypeError, match="bogus"):
+        Experiment(Net, {"lr": [0.1]}, deadline="1m", policy="asha", bogus=3)
+
+
+def test_a_named_policy_takes_its_own_settings_from_policy_params():
+    exp = Experiment(Net, {"lr": [0.1]}, deadline="1m", max_epochs=16, eta=2, policy="asha",
+                     policy_params={"brackets": 2})  # fmt: skip
+    assert exp.policy.name == "asha" and exp.policy.brackets == 2
+    with pytest.raises(ConfigError, match="asha") as err:
+        Experiment(Net, {"lr": [0.1]}, deadline="1m", policy="asha", policy_params={"bogus": 3})
+    assert "\n" not in str(err.value)
+
+
+def test_a_ready_made_policy_takes_no_policy_params():
+    from hypersched_nb.core.policies import create
+
+    ready = create("asha", max_epochs=16, min_epochs=1, eta=3, seed=0)
+    exp = Experiment(Net, {"lr": [0.1]}, deadline="1m", max_epochs=16, policy=ready)
+    assert exp.policy is ready  # used as it is
+    with pytest.raises(ConfigError, match="policy_params") as err:
+        Experiment(Net, {"lr": [0.1]}, deadline="1m", policy=ready, policy_params={"eta": 2})
+    assert "\n" not in str(err.value)
 
 
 def test_the_space_defaults_to_the_trainables_own():
@@ -323,7 +346,6 @@ def test_the_runtime_wait_is_sliced_on_a_wall_clock():
     obs.advance(100.0)
     # a moved deadline or a stop is seen within one slice
     assert Inner.untils == [10.25]
-    assert math.isinf(Observed(Inner(), VirtualClock(), Gate(), None).deadline())
 
 
 def test_a_deadline_moved_into_the_past_ends_the_search_now(trace):

@@ -23,6 +23,12 @@ def test_the_dashboard_shows_a_finished_search(finished):
     assert re.search(rf"<td>{last['time']:.1f}s</td>", dash.events.value)
 
 
+def test_an_experiment_shows_its_own_dashboard(finished):
+    dash = finished.dashboard(interval=0.5)  # from hypersched_nb import Experiment has it
+    assert isinstance(dash, Dashboard) and dash.experiment is finished
+    assert dash.interval == 0.5  # options go to the dashboard
+
+
 def test_the_displayed_bundle_carries_a_static_picture(finished):
     bundle = Dashboard(finished)._bundle(finished.statistics())
     assert "application/vnd.jupyter.widget-view+json" in bundle  # the live widgets
@@ -74,8 +80,9 @@ def test_beyond_most_trials_the_rest_are_one_band_and_the_total_is_kept(finished
     assert f"trial {snap.best.trial_id}" in alone and len(alone) <= 2
     (band,) = [t for t in stacked if t.name.endswith("other trials")]
     assert band.name == f"{len(series) - len(alone)} other trials"
-    totals = [sum(column) for column in zip(*series.values())]
-    assert [sum(column) for column in zip(*(t.y for t in stacked))] == totals  # no worker lost
+    totals = [sum(column) for column in zip(*series.values(), strict=True)]
+    drawn = [sum(column) for column in zip(*(t.y for t in stacked), strict=True)]
+    assert drawn == totals  # no worker lost
 
 
 def test_curves_colour_trials_as_the_allocation_does(finished):

@@ -76,7 +76,7 @@ def test_a_search_runs_on_a_cluster_attached_by_address(scheduler_address, tmp_p
         driver = Driver(
             create("random", max_epochs=3), runtime, clock, iter([{"lr": 0.05}, {"lr": 0.02}]),
             deadline=120.0, max_epochs=3, mode="min",
-            on_trial_over=lambda t: placed.append(t.trial_id),
+            on_trial_over=lambda t, ending: placed.append(t.trial_id),
         )  # fmt: skip
         names = set()
         real_execute = runtime.execute

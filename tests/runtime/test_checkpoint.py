@@ -21,10 +21,10 @@ def _state():
 def test_round_trip_on_a_local_folder(tmp_path):
     url = checkpoint_url(str(tmp_path), 3, 4)
     info = save_checkpoint(_state(), url, epoch=4)
-    back = load_checkpoint(url, info["sha256"])
+    back = load_checkpoint(url, info.sha256)
     assert torch.equal(back["model"]["w"], _state()["model"]["w"])  # tensors survive
     assert back["epoch"] == 4 and back["name"] == "net"  # so do plain values
-    assert info["epoch"] == 4 and info["bytes"] > 0 and len(info["sha256"]) == 64
+    assert info.epoch == 4 and info.bytes > 0 and len(info.sha256) == 64
     assert url.endswith("trial-00003/epoch-000004.pt")  # one folder per trial
     assert not list(tmp_path.rglob("*.tmp"))  # written through a temporary name, then moved
 
@@ -44,7 +44,7 @@ def test_a_corrupted_checkpoint_is_refused(tmp_path):
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match="SHA-256"):
-        load_checkpoint(url, info["sha256"])
+        load_checkpoint(url, info.sha256)
 
 
 def test_a_missing_checkpoint_is_a_checkpoint_error(tmp_path):
@@ -61,7 +61,7 @@ def test_arbitrary_objects_are_not_unpickled(tmp_path):
     info = save_checkpoint({"gadget": _Gadget()}, url, epoch=1)
     # weights_only=True: only tensors, numbers, strings and containers load
     with pytest.raises(pickle.UnpicklingError):
-        load_checkpoint(url, info["sha256"])
+        load_checkpoint(url, info.sha256)
 
 
 def test_prune_keeps_only_the_named_checkpoints(tmp_path):

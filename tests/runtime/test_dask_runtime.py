@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import (
     Continue,
     Result,
@@ -51,8 +51,8 @@ class Scripted(Policy):
             and trial.trial_id not in self.paused
         ):
             self.paused.add(trial.trial_id)
-            return Decision.PAUSE
-        return Decision.CONTINUE
+            return Verdict.pause("scripted")
+        return CONTINUE
 
     def allocate(self, ctx):
         if self.plan is None:
@@ -92,19 +92,19 @@ class Recorder:
         return [e for e in self.events if type(e) is Result and e.trial_id == tid]
 
 
+def runtime_on(client, tmp_path, clock, *, metric="loss", **kw):
+    """A runtime training :class:`TinyRegression`, checkpointing under ``tmp_path``."""
+    return DaskRuntime(
+        TinyRegression, client=client, clock=clock, metric=metric, checkpoint_dir=str(tmp_path),
+        **kw,
+    )  # fmt: skip
+
+
 def search(
     client, tmp_path, policy, configs, *, max_epochs, deadline=120.0, on_event=None, **runtime_kw
 ):
     clock = WallClock()
-    runtime = DaskRuntime(
-        TinyRegression,
-        client=client,
-        clock=clock,
-        metric="loss",
-        mode="min",
-        checkpoint_dir=str(tmp_path),
-        **runtime_kw,
-    )
+    runtime = runtime_on(client, tmp_path, clock, mode="min", **runtime_kw)
     rec = Recorder(runtime, on_event)
     driver = Driver(
         policy,
@@ -153,13 +153,13 @@ def test_the_weights_of_the_best_result_are_kept_and_load(client, tmp_path):
         results = [e for e in rec.events if type(e) is Result]
         best = min(results, key=lambda r: r.metric)  # the loss: lower is better
         info = rec.runtime.best_checkpoint()
-        got = (info["trial_id"], info["epoch"], info["metric"])
+        got = (info.trial_id, info.epoch, info.metric)
         assert got in {(r.trial_id, r.epoch, r.metric) for r in results}  # a reported result
         if budget == math.inf:
             assert got == (best.trial_id, best.epoch, best.metric)  # the best one
-        state = load_checkpoint(info["url"], info["sha256"])  # checksum checked
-        assert state["epoch"] == info["epoch"]  # the trainable as it was after that epoch
-        assert rec.runtime.best_checkpoint(at_most=info["metric"]) == info
+        state = load_checkpoint(info.url, info.sha256)  # checksum checked
+        assert state["epoch"] == info.epoch  # the trainable as it was after that epoch
+        assert rec.runtime.best_checkpoint(at_most=info.metric) == info
         assert rec.runtime.best_checkpoint(at_most=1e9) is None  # none kept with a loss that bad
         assert 1 <= len(list((folder / "best").glob("*.pt"))) <= 2  # old records deleted
 
@@ -207,9 +207,7 @@ def _next(runtime, clock, kind, within=120.0):
 
 def test_a_trial_on_two_workers_holds_identical_replicas(client, tmp_path):
     clock = WallClock()
-    runtime = DaskRuntime(
-        TinyRegression, client=client, clock=clock, metric="loss", checkpoint_dir=str(tmp_path)
-    )
+    runtime = runtime_on(client, tmp_path, clock)
     try:
         runtime.execute(Start(0, {"lr": 0.05}, 2))
         (result,) = _next(runtime, clock, Result)
@@ -227,9 +225,7 @@ def test_a_trial_on_two_workers_holds_identical_replicas(client, tmp_path):
 
 def test_a_metric_the_trainable_does_not_report_fails_the_trial_clearly(client, tmp_path):
     clock = WallClock()
-    runtime = DaskRuntime(
-        TinyRegression, client=client, clock=clock, metric="val_acc", checkpoint_dir=str(tmp_path)
-    )
+    runtime = runtime_on(client, tmp_path, clock, metric="val_acc")
     try:
         runtime.execute(Start(0, {}, 1))
         (failed,) = _next(runtime, clock, TrialFailed)
@@ -240,14 +236,7 @@ def test_a_metric_the_trainable_does_not_report_fails_the_trial_clearly(client, 
 
 def test_an_epoch_past_task_timeout_fails_its_trial(client, tmp_path):
     clock = WallClock()
-    runtime = DaskRuntime(
-        TinyRegression,
-        client=client,
-        clock=clock,
-        metric="loss",
-        checkpoint_dir=str(tmp_path),
-        task_timeout=0.5,
-    )
+    runtime = runtime_on(client, tmp_path, clock, task_timeout=0.5)
     try:
         runtime.execute(Start(0, {"sleep": 1.5}, 1))
         (failed,) = _next(runtime, clock, TrialFailed)
@@ -259,9 +248,7 @@ def test_an_epoch_past_task_timeout_fails_its_trial(client, tmp_path):
 
 def test_the_cluster_grows_and_shrinks_on_request(client, tmp_path):
     clock = WallClock()
-    runtime = DaskRuntime(
-        TinyRegression, client=client, clock=clock, metric="loss", checkpoint_dir=str(tmp_path)
-    )
+    runtime = runtime_on(client, tmp_path, clock)
     try:
         runtime.execute(ScaleCluster(3))
         grown = _next(runtime, clock, WorkersChanged)[-1]

@@ -19,8 +19,7 @@ def test_sync_reports_joins_and_leaves():
 def test_a_restarted_worker_is_a_new_slot():
     slots = Slots()
     slots.sync(_workers(a="tcp://h:1"))
-    first = slots.by_name["a"]
-    first.tenant = 7
+    (first,) = slots.take(7, 1)
     gone, added = slots.sync(_workers(a="tcp://h:9"))
     # same name, new address: the old slot (and the trial on it) is gone, a free one joined
     assert gone == [first] and added[0].addr == "tcp://h:9" and added[0].tenant is None
@@ -36,6 +35,25 @@ def test_take_prefers_the_least_recently_freed_slots_and_never_shares():
     assert nxt.name == "b"  # a was freed last, so a resumed trial moves on
     assert slots.take(2, 3) is None  # two free slots cannot serve three workers
     assert [s.name for s in slots.free()] == ["c", "a"]  # and nothing was taken by the refusal
+
+
+def test_a_retired_slot_is_never_handed_out_again():
+    slots = Slots()
+    slots.sync(_workers(a="tcp://h:1", b="tcp://h:2"))
+    a = slots.get("a")
+    slots.retire([a])
+    assert len(slots) == 1 and not slots.alive(a) and slots.get("a") is None
+    assert slots.take(0, 2) is None and slots.take(0, 1)[0].name == "b"
+
+
+def test_a_start_on_a_slot_waits_for_its_last_tenants_checkpoint():
+    slots = Slots()
+    slots.sync(_workers(a="tcp://h:1"))
+    a, checkpoint = slots.get("a"), object()
+    slots.saving(a, checkpoint)
+    assert a.save is checkpoint  # what the next start there waits for
+    slots.saved(checkpoint)
+    assert a.save is None
 
 
 def test_take_keeps_a_trials_own_slots_first():

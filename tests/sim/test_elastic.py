@@ -21,7 +21,7 @@ from hypersched_nb.experiment.simulate import SimSettings, simulate
 from hypersched_nb.sim.clock import VirtualClock
 from hypersched_nb.sim.runtime import SimRuntime, offers
 from hypersched_nb.sim.trace import TRACE_KEY
-from hypersched_nb.testing.policy_suite import synthetic_trace, trace_from_curves
+from hypersched_nb.testing.pytest_policies import synthetic_trace, trace_from_curves
 
 THREE = trace_from_curves([[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]], seconds=10.0)  # 2 epochs of 10 s
 
@@ -39,8 +39,9 @@ def test_a_cluster_never_grows_past_its_maximum_nor_shrinks_under_its_trials():
 class Scripted(FIFO):
     """FIFO on a cluster of 2 workers for the first 10 s, then of 1 (or ``size`` always)."""
 
-    def __init__(self, size: int | None = None, **kw):
-        super().__init__(**kw)
+    elastic = True
+
+    def __init__(self, size: int | None = None):
         self.size = size
 
     def cluster_size(self, ctx):
@@ -67,7 +68,7 @@ def run(
 
 
 def test_the_driver_grants_a_size_between_what_is_held_and_the_maximum():
-    driver, rt = run(Scripted(max_epochs=2))
+    driver, rt = run(Scripted())
     out = driver.outcome
     # t = 0: 2 workers, two trials start; t = 10: 1 is asked, but both still hold a worker;
     # t = 20: both complete, the cluster shrinks to 1 and the third trial runs until t = 40
@@ -78,7 +79,7 @@ def test_the_driver_grants_a_size_between_what_is_held_and_the_maximum():
 
 
 def test_a_request_past_the_maximum_gets_the_maximum():
-    driver, rt = run(Scripted(size=10, max_epochs=2), max_workers=4)
+    driver, rt = run(Scripted(size=10), max_workers=4)
     assert rt.workers() == 4 and driver.capacity == 4  # clamped, not refused
     # three trials at once on 4 workers: all done at t = 20, billed for all 4 workers
     assert driver.outcome.worker_seconds_billed == pytest.approx(4 * 20)
@@ -86,9 +87,11 @@ def test_a_request_past_the_maximum_gets_the_maximum():
 
 def test_a_fixed_cluster_bills_its_workers_for_the_time_the_search_ran():
     row = simulate(synthetic_trace(), "asha", 200, 0, SimSettings(workers=3, configs=12))
-    out = row["_outcome"]
-    assert row["worker_seconds_billed"] == pytest.approx(3 * out.ended_at)  # size × duration
-    assert row["worker_seconds_billed"] >= row["worker_seconds_busy"]  # idle workers are billed too
+    out = row.outcome
+    assert row.record.worker_seconds_billed == pytest.approx(3 * out.ended_at)  # size × duration
+    assert (
+        row.record.worker_seconds_billed >= row.record.worker_seconds_busy
+    )  # idle workers are billed too
 
 
 def test_an_elastic_search_never_holds_more_than_the_maximum():
@@ -103,11 +106,11 @@ def test_an_elastic_search_never_holds_more_than_the_maximum():
     )
     sizes = [
         int(e["reason"].split(" -> ")[1].split()[0])
-        for e in row["_outcome"].journal
+        for e in row.outcome.journal
         if e["action"] == "ScaleCluster"
     ]
     assert sizes and max(sizes) <= 4  # it did resize, never past 4 workers
-    assert row["worker_seconds_billed"] <= 4 * row["_outcome"].ended_at  # no more than a fixed 4
+    assert row.record.worker_seconds_billed <= 4 * row.outcome.ended_at  # no more than a fixed 4
 
 
 def toy_trace(folder) -> str:

@@ -18,7 +18,7 @@ from hypersched_nb.errors import InvalidTransition
 from hypersched_nb.sim.clock import VirtualClock
 from hypersched_nb.sim.runtime import SimRuntime, offers
 from hypersched_nb.sim.trace import TRACE_KEY
-from hypersched_nb.testing.policy_suite import synthetic_trace, trace_from_curves
+from hypersched_nb.testing.pytest_policies import synthetic_trace, trace_from_curves
 
 SCALING = {2: 1.6, 4: 2.5}
 CURVES = [[0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0.3, 0.4], [0.5, 0.6, 0.7]]

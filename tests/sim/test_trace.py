@@ -1,4 +1,5 @@
-"""Learning-curve traces as DESIGN.md fixes them: long-form CSV plus an optional JSON sidecar.
+"""Learning-curve traces as the trace contract (docs/design.md) fixes them: long-form CSV plus an
+optional JSON sidecar.
 
 Specified here: what a trace loads into (curves per trial, parameters, mode, scaling,
 start-up cost); every malformed input is refused with a one-line TraceFormatError naming the

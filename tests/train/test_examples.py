@@ -118,11 +118,14 @@ def test_training_leaves_the_process_rng_alone():
 
 def test_resuming_at_another_world_size_keeps_that_world_sizes_learning_rate():
     t, _ = trained(DigitsCNN, {"lr": 0.04, "batch_size": 256}, 1)
-    smaller = DigitsCNN()
-    smaller.setup({"lr": 0.04, "batch_size": 256}, TrainContext(world_size=1, base_world_size=4))
-    smaller.load_state_dict(t.state_dict())
-    # lr_scale() = sqrt(1 / 4): the saved optimizer's lr does not overwrite it
-    assert smaller.optimizer.param_groups[0]["lr"] == pytest.approx(0.02)
+    state = t.state_dict()
+    for group in state["optimizer"]["param_groups"]:
+        group["lr"] = 0.04 * 4**0.5  # as saved on 4 workers, where lr_scale() = sqrt(4)
+    alone = DigitsCNN()
+    alone.setup({"lr": 0.04, "batch_size": 256}, TrainContext(world_size=1))
+    alone.load_state_dict(state)
+    # on one worker lr_scale() = 1: the saved optimizer's lr does not overwrite it
+    assert alone.optimizer.param_groups[0]["lr"] == pytest.approx(0.04)
 
 
 # -- configuration and search spaces -------------------------------------------------------

@@ -19,90 +19,57 @@ Example:
     >>> ctx = PolicyContext.for_test()
     >>> trials = [Trial(i, {}) for i in range(10)]
     >>> for t in trials: asha.on_trial_add(t, ctx)
-    >>> [asha.on_trial_result(t, Result(t.trial_id, 1, s, 0, 1, 1), ctx).name
+    >>> [asha.on_trial_result(t, Result(t.trial_id, 1, s, 0, 1, 1), ctx).decision.name
     ...  for t, s in zip(trials, [0.5, 0.9, 0.4, 0.95, 0.1, 0.7, 0.8, 0.2, 0.99, 0.3])]
     ['CONTINUE', 'CONTINUE', 'STOP', 'CONTINUE', 'STOP', 'CONTINUE', 'CONTINUE', 'STOP', 'CONTINUE', 'STOP']
 """
 
 from __future__ import annotations
 
-import bisect
-import math
-
 import numpy as np
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._rungs import Rung, milestones
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
-__all__ = ["ASHA", "Rung", "rung_milestones"]
+__all__ = ["ASHA", "rung_milestones"]
 
 
 def rung_milestones(max_epochs: float, min_epochs: float, eta: float, s: int = 0) -> list[float]:
-    """Milestones of bracket ``s``, highest first: (R=10, r=1, η=2) -> [8, 4, 2, 1]."""
-    count = int(math.log(max_epochs / min_epochs) / math.log(eta) - s + 1)
-    return [min_epochs * eta ** (k + s) for k in reversed(range(count))]
-
-
-class Rung:
-    """Values recorded at one milestone, kept sorted so a percentile costs O(1).
-
-    ``percentile`` equals ``numpy.nanpercentile(values, q)`` (linear interpolation, NaN
-    ignored) without sorting 10,000 values on every result.
-    """
-
-    __slots__ = ("milestone", "recorded", "_sorted")
-
-    def __init__(self, milestone: float):
-        self.milestone = milestone
-        self.recorded: dict[int, float] = {}
-        self._sorted: list[float] = []
-
-    def add(self, tid: int, value: float) -> None:
-        self.recorded[tid] = value
-        if value == value:  # not NaN
-            bisect.insort(self._sorted, value)
-
-    def percentile(self, q: float) -> float | None:
-        values = self._sorted
-        if not values:
-            return None
-        pos = (len(values) - 1) * q / 100.0
-        lo = int(pos)
-        hi = min(lo + 1, len(values) - 1)
-        return values[lo] + (values[hi] - values[lo]) * (pos - lo)
-
-    def __contains__(self, tid: int) -> bool:
-        return tid in self.recorded
-
-    def __len__(self) -> int:
-        return len(self.recorded)
+    """Milestones of bracket ``s`` (it starts s rungs up), highest first: (R=10, r=1, η=2)
+    -> [8, 4, 2, 1]."""
+    return milestones(max_epochs, min_epochs, eta)[s:][::-1]
 
 
 class _Bracket:
-    __slots__ = ("rungs", "eta", "stop_last_trials")
+    """Its rungs, highest first; each cutoff is the percentile (1 − 1/η) of the values
+    recorded there (NaN ignored, as ``numpy.nanpercentile``)."""
 
-    def __init__(self, milestones: list[float], eta: float, stop_last_trials: bool):
-        self.rungs = [Rung(m) for m in milestones]
-        self.eta = eta
+    __slots__ = ("rungs", "stop_last_trials")
+
+    def __init__(self, rungs_at: list[float], eta: float, stop_last_trials: bool):
+        self.rungs = [Rung(m, eta) for m in rungs_at]
         self.stop_last_trials = stop_last_trials
 
-    def on_result(self, tid: int, t: float, score: float) -> tuple[Decision, str]:
+    def on_result(self, tid: int, t: float, score: float) -> Verdict:
         for rung in self.rungs:
             milestone = rung.milestone
             if t >= milestone and tid in rung and not self.stop_last_trials:
                 break  # already judged at the highest rung it passed
             if t < milestone or tid in rung:
                 continue
-            cutoff = rung.percentile((1 - 1 / self.eta) * 100)
-            rung.add(tid, score)
+            cutoff = rung.cutoff()
+            rung.record(tid, score)
             if cutoff is not None and score < cutoff:
-                return Decision.STOP, f"stopped at rung {milestone:g}: {score:.4g} below cutoff {cutoff:.4g}"
-            return Decision.CONTINUE, ""
-        return Decision.CONTINUE, ""
+                return Verdict.stop(
+                    f"stopped at rung {milestone:g}: {score:.4g} below cutoff {cutoff:.4g}"
+                )
+            return CONTINUE
+        return CONTINUE
 
 
 class ASHA(Policy):
@@ -140,13 +107,11 @@ class ASHA(Policy):
             bracket = self._brackets[self._rng.choice(len(sizes), p=probs / probs.sum())]
         self._of[trial.trial_id] = bracket
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         if result.epoch >= self.max_epochs and self.stop_last_trials:
-            self.why = f"reached max_epochs {self.max_epochs}"
-            return Decision.STOP
+            return Verdict.stop(f"reached max_epochs {self.max_epochs}")
         score = result.metric if ctx.mode == "max" else -result.metric
-        decision, self.why = self._of[trial.trial_id].on_result(trial.trial_id, result.epoch, score)
-        return decision
+        return self._of[trial.trial_id].on_result(trial.trial_id, result.epoch, score)
 
     def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
         """Record the final result where it first passes an unrecorded rung, as Ray Tune's

@@ -25,8 +25,9 @@ Example:
     ...     m = 0.05 + 0.1 * i
     ...     t.epochs, t.metrics, t.scores, t.best_score = 2, [m], [m], m
     >>> ctx = PolicyContext.for_test(trials=trials)
-    >>> [bandit.on_trial_result(t, Result(i, 2, t.metrics[-1], 2.0, 1.0, 1), ctx).name[0]
-    ...  for i, t in trials.items()]  # continue only where 1.5 × best > 0.95
+    >>> verdicts = [bandit.on_trial_result(t, Result(i, 2, t.metrics[-1], 2.0, 1.0, 1), ctx)
+    ...             for i, t in trials.items()]
+    >>> [v.decision.name[0] for v in verdicts]  # continue only where 1.5 × best > 0.95
     ['S', 'S', 'S', 'S', 'S', 'S', 'C', 'C', 'C', 'C']
 """
 
@@ -35,7 +36,7 @@ from __future__ import annotations
 import math
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget, evaluation_boundary
 from hypersched_nb.core.trial import Trial
@@ -59,13 +60,11 @@ class Bandit(Policy):
         *,
         max_epochs: int = 100,
         min_epochs: int = 1,
-        eta: float = 4,
-        seed: int | None = None,
         boundary: int | None = None,
         boundary_fraction: float = 0.1,
         epsilon: float = 0.5,
     ):
-        check_budget(max_epochs, min_epochs, eta)
+        check_budget(max_epochs, min_epochs)
         boundary = evaluation_boundary(boundary, boundary_fraction, max_epochs)
         if not epsilon >= 0:
             raise ConfigError(f"`epsilon` is {epsilon}, but must be >= 0")
@@ -73,21 +72,25 @@ class Bandit(Policy):
         self.boundary, self.epsilon = boundary, epsilon
         self._eliminated = 0
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         if result.epoch % self.boundary or result.epoch < self.min_epochs:
-            return Decision.CONTINUE
+            return CONTINUE
         best_score = max((t.best_score for t in ctx.trials.values()), default=-math.inf)
         if trial.best_score >= best_score:
-            return Decision.CONTINUE  # the leader
+            return CONTINUE  # the leader
         sign = 1.0 if ctx.mode == "max" else -1.0
         mine, best = sign * trial.best_score, sign * best_score
         if survives(mine, best, self.epsilon, ctx.mode):
-            return Decision.CONTINUE
+            return CONTINUE
         self._eliminated += 1
         bound = best / (1 + self.epsilon) if ctx.mode == "max" else best * (1 + self.epsilon)
         worse = "<=" if ctx.mode == "max" else ">="
-        self.why = f"eliminated: best {mine:.4g} {worse} {bound:.4g} (global best {best:.4g}, ε={self.epsilon})"
-        return Decision.STOP
+        return Verdict.stop(
+            f"eliminated: best {mine:.4g} {worse} {bound:.4g} "
+            f"(global best {best:.4g}, ε={self.epsilon})"
+        )
 
     def describe(self, ctx: PolicyContext) -> str:
-        return f"bandit: ε={self.epsilon}, every {self.boundary} epochs; {self._eliminated} eliminated"
+        return (
+            f"bandit: ε={self.epsilon}, every {self.boundary} epochs; {self._eliminated} eliminated"
+        )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from typing import ClassVar
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
@@ -13,13 +14,13 @@ from hypersched_nb.errors import ConfigError
 __all__ = ["Policy", "check_budget", "evaluation_boundary"]
 
 
-def check_budget(max_epochs: int, min_epochs: int, eta: float) -> None:
-    """The checks every successive-halving policy shares, as one-line errors."""
+def check_budget(max_epochs: float, min_epochs: float, eta: float | None = None) -> None:
+    """The budget's rules (R >= r >= 1, η > 1 where there is an η), as one-line errors."""
     if min_epochs < 1:
         raise ConfigError(f"`min_epochs` is {min_epochs}, but must be >= 1")
     if max_epochs < min_epochs:
         raise ConfigError(f"`max_epochs` is {max_epochs}, but must be >= min_epochs ({min_epochs})")
-    if not eta > 1:
+    if eta is not None and not eta > 1:
         raise ConfigError(f"`eta` is {eta}, but must be > 1")
 
 
@@ -37,41 +38,45 @@ class Policy:
 
     A policy decides; the driver carries out. It never reads a clock, never keeps the
     deadline (``ctx.deadline`` holds the current one), never writes a :class:`Trial` and
-    gets its randomness from the ``rng`` it is given. ``why`` holds a short reason for the
-    last decision, which the driver copies into its journal.
+    gets its randomness from the seed it is given. Every decision carries its reason (a
+    :class:`~hypersched_nb.core.decisions.Verdict`, or a trial id -> reason mapping from
+    ``retire``), which the driver copies into its journal; the driver reads no other state
+    of a policy than the hooks' answers and the class's ``elastic`` declaration.
 
     The driver calls, in order of a trial's life:
 
     - ``on_trial_add(trial, ctx)`` when a configuration is offered (state PENDING);
     - ``choose_trial_to_run(ctx)`` whenever a worker is free: a PENDING or PAUSED trial to
       start on one worker, or None (must be idempotent, as in Ray Tune);
-    - ``on_trial_result(trial, result, ctx) -> Decision`` after every epoch;
+    - ``on_trial_result(trial, result, ctx) -> Verdict`` after every epoch;
     - ``on_trial_complete`` when it reached ``max_epochs`` or cannot train further,
       ``on_trial_error`` when its code raised, ``on_trial_remove`` when it was stopped
-      from outside (deadline, user, divergence);
-    - ``retire(ctx)``: PENDING or PAUSED trials the policy will never run again;
+      from outside (deadline, user, divergence); the first two default to the third;
+    - ``retire(ctx) -> {trial id: reason}``: PENDING or PAUSED trials the policy will
+      never run again;
     - ``allocate(ctx)``: target workers per RUNNING trial (None: one each, no resizing);
       the driver applies a change at the trial's next epoch boundary and never promises
       more workers than are free;
     - ``next_wakeup(ctx)``: a time at which to be asked again even if nothing happens;
-    - ``cluster_size(ctx)``: elastic clusters only: the workers the cluster should have now
-      (None: leave it as it is); the driver never shrinks it below the workers held nor
-      grows it past ``ctx.max_workers``.
+    - ``cluster_size(ctx)``: called only when the class declares ``elastic = True``: the
+      workers the cluster should have now (None: leave it as it is); the driver never
+      shrinks it below the workers held nor grows it past ``ctx.max_workers``.
     """
 
     #: the registry name (``"asha"``) — set by each subclass
     name: str = "policy"
 
-    why: str = ""
+    #: does it size the cluster (``cluster_size``)? Only then does the driver ask it.
+    elastic: ClassVar[bool] = False
 
     def on_trial_add(self, trial: Trial, ctx: PolicyContext) -> None:
         pass
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
-        return Decision.CONTINUE
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
+        return CONTINUE
 
     def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
-        pass
+        self.on_trial_remove(trial, ctx)
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         pass
@@ -87,8 +92,8 @@ class Policy:
             return trial
         return None
 
-    def retire(self, ctx: PolicyContext) -> Iterable[int]:
-        return ()
+    def retire(self, ctx: PolicyContext) -> Mapping[int, str]:
+        return {}
 
     def allocate(self, ctx: PolicyContext) -> Mapping[int, int] | None:
         return None
@@ -104,7 +109,5 @@ class Policy:
         return self.name
 
     def __repr__(self) -> str:
-        params = ", ".join(
-            f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_") and k != "why"
-        )
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({params})"

@@ -26,8 +26,9 @@ Example:
     ...     t.metrics = [(0.3 + 0.05 * i) * (1 - 0.5 ** e) for e in range(1, 6)]
     ...     t.epochs, t.scores, t.best_score = 5, t.metrics, max(t.metrics)
     >>> ctx = PolicyContext.for_test(trials=trials)
-    >>> [et.on_trial_result(t, Result(i, 5, t.metrics[-1], 5.0, 1.0, 1), ctx).name[0]
-    ...  for i, t in trials.items()]
+    >>> verdicts = [et.on_trial_result(t, Result(i, 5, t.metrics[-1], 5.0, 1.0, 1), ctx)
+    ...             for i, t in trials.items()]
+    >>> [v.decision.name[0] for v in verdicts]
     ['S', 'S', 'S', 'S', 'S', 'C', 'C', 'C', 'C', 'C']
 """
 
@@ -37,7 +38,7 @@ import math
 
 from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.curves import CurveCache
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget, evaluation_boundary
 from hypersched_nb.core.trial import Trial
@@ -54,7 +55,6 @@ class EarlyTerm(Policy):
         *,
         max_epochs: int = 100,
         min_epochs: int = 1,
-        eta: float = 4,
         seed: int | None = None,
         boundary: int | None = None,
         boundary_fraction: float = 0.1,
@@ -62,7 +62,7 @@ class EarlyTerm(Policy):
         samples: int = 200,
         bounds: tuple[float, float] | str | None = "auto",
     ):
-        check_budget(max_epochs, min_epochs, eta)
+        check_budget(max_epochs, min_epochs)
         boundary = evaluation_boundary(boundary, boundary_fraction, max_epochs)
         if not 0.0 <= delta <= 1.0:
             raise ConfigError(f"`delta` is {delta}, but must be in [0, 1]")
@@ -71,26 +71,25 @@ class EarlyTerm(Policy):
         self._curves = CurveCache(max_epochs, bounds=bounds, samples=samples, seed=seed)
         self._stopped = 0
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         self._curves.observe(result.metric)
         if result.epoch % self.boundary or result.epoch < self.min_epochs:
-            return Decision.CONTINUE
+            return CONTINUE
         others = (t.best_score for t in ctx.trials.values() if t.trial_id != trial.trial_id)
         best_score = max(others, default=-math.inf)
         if not math.isfinite(best_score):
-            return Decision.CONTINUE  # nothing to compare with yet
+            return CONTINUE  # nothing to compare with yet
         y_best = best_score if ctx.mode == "max" else -best_score
         pred = self._curves.predict(trial, ctx.mode)
         p = float(pred.prob_better(y_best)[-1])
         if p >= self.delta:
-            return Decision.CONTINUE
+            return CONTINUE
         self._stopped += 1
         self._curves.forget(trial.trial_id)
-        self.why = f"unlikely to beat the best: P(y({self.max_epochs}) beats {y_best:.4g}) = {p:.3f} < δ={self.delta}"
-        return Decision.STOP
-
-    def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
-        self._curves.forget(trial.trial_id)
+        return Verdict.stop(
+            f"unlikely to beat the best: P(y({self.max_epochs}) beats {y_best:.4g}) = {p:.3f}"
+            f" < δ={self.delta}"
+        )
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         self._curves.forget(trial.trial_id)

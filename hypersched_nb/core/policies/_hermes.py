@@ -34,15 +34,15 @@ Example:
     >>> from hypersched_nb.core.trial import Trial, TrialState
     >>> from hypersched_nb.core.events import Result
     >>> from hypersched_nb.core.context import PolicyContext
-    >>> hermes = Hermes(max_epochs=10)
+    >>> hermes = Hermes()
     >>> fast, slow = Trial(0, {}), Trial(1, {})
     >>> for t, curve in ((fast, [0.2, 0.6]), (slow, [0.4, 0.42])):
     ...     t.state, t.metrics, t.scores = TrialState.RUNNING, curve, curve
     ...     t.results_since_start, t.epochs = 2, 2
     >>> ctx = PolicyContext.for_test(trials={0: fast, 1: slow}, workers=2, offers_left=False)
-    >>> [hermes.on_trial_result(t, Result(t.trial_id, 2, t.metrics[-1], 20.0, 20.0, 1), ctx).name
-    ...  for t in (fast, slow)]
-    ['CONTINUE', 'CONTINUE']
+    >>> [hermes.on_trial_result(t, Result(t.trial_id, 2, t.metrics[-1], 20.0, 20.0, 1), ctx)
+    ...  for t in (fast, slow)] == [CONTINUE, CONTINUE]
+    True
     >>> round(hermes.speed(fast.trial_id), 4), round(hermes.speed(slow.trial_id), 4)
     (0.1, 0.0025)
 """
@@ -52,9 +52,9 @@ from __future__ import annotations
 import bisect
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
-from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._base import Policy
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -73,22 +73,11 @@ def convergence_speed(first: float, best: float, gpu_seconds: float, norm_floor:
 class Hermes(Policy):
     name = "hermes"
 
-    def __init__(
-        self,
-        *,
-        max_epochs: int = 100,
-        min_epochs: int = 1,
-        eta: float = 4,
-        seed: int | None = None,
-        slice_epochs: int = 1,
-        norm_floor: float = 1e-9,
-    ):
-        check_budget(max_epochs, min_epochs, eta)
+    def __init__(self, *, slice_epochs: int = 1, norm_floor: float = 1e-9):
         if slice_epochs < 1:
             raise ConfigError(f"`slice_epochs` is {slice_epochs}, but must be >= 1")
         if not norm_floor > 0:
             raise ConfigError(f"`norm_floor` is {norm_floor}, but must be > 0")
-        self.max_epochs = max_epochs
         self.slice_epochs = slice_epochs
         self.norm_floor = norm_floor
         self._gpu: dict[int, float] = {}  # trial -> worker-seconds trained
@@ -102,24 +91,20 @@ class Hermes(Policy):
 
     # ------------------------------------------------------------------ hooks
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         tid = trial.trial_id
         self._gpu[tid] = self._gpu.get(tid, 0.0) + result.seconds * result.workers
         scores = trial.scores
         if len(scores) < 1 + self.slice_epochs:
             self._probing.add(tid)
-            return Decision.CONTINUE  # still on its first slice: not ranked yet
+            return CONTINUE  # still on its first slice: not ranked yet
         speed = convergence_speed(scores[0], max(scores), self._gpu[tid], self.norm_floor)
         self._rank(tid, speed)
         if trial.results_since_start % self.slice_epochs and len(scores) > 1 + self.slice_epochs:
-            return Decision.CONTINUE  # mid-slice (the first ranking ends the probe slice)
+            return CONTINUE  # mid-slice (the first ranking ends the probe slice)
         if self._outranked(tid, (speed, -tid), ctx):
-            self.why = f"speed {speed:.3g}/s no longer in the top {ctx.workers}"
-            return Decision.PAUSE
-        return Decision.CONTINUE
-
-    def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
-        self._forget(trial.trial_id)
+            return Verdict.pause(f"speed {speed:.3g}/s no longer in the top {ctx.workers}")
+        return CONTINUE
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         self._forget(trial.trial_id)

@@ -41,7 +41,7 @@ Example:
     >>> for t in trials: hb.on_trial_add(t, ctx)
     >>> hb.bracket_sizes()
     [(3, 4), (3, 2), (4, 1)]
-    >>> [hb.on_trial_result(t, Result(t.trial_id, 1, s, 0, 1, 1), ctx).name
+    >>> [hb.on_trial_result(t, Result(t.trial_id, 1, s, 0, 1, 1), ctx).decision.name
     ...  for t, s in zip(trials[6:], [0.1, 0.9, 0.5, 0.3])]
     ['PAUSE', 'PAUSE', 'PAUSE', 'STOP']
     >>> list(hb.retire(ctx))  # trial 6 was paused below the top half: it never runs again
@@ -54,12 +54,14 @@ import math
 from itertools import chain
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
 from hypersched_nb.core.trial import Trial, TrialState
 
 __all__ = ["HyperBand", "bracket_plan"]
+
+_FINISHED = "bracket finished"
 
 
 def bracket_plan(max_epochs: float, eta: float, min_epochs: float = 1) -> list:
@@ -109,6 +111,11 @@ class _Bracket:
     def finished(self) -> bool:
         return self.stop_last and self.halves == 0 and self.round_done()
 
+    def waiting(self) -> Verdict:
+        """Pause: the trial waits at the milestone for its peers."""
+        behind = sum(self.epoch(tid) < self.r for tid in self.live)
+        return Verdict.pause(f"paused at milestone {self.r}: waiting for {behind} peer(s)")
+
     def halve(self) -> tuple[list[int], list[int]]:
         """Keep the top ⌈n/η⌉ by last score and move the milestone; (good, bad)."""
         if self.halves == 0:  # only without stop_last_trials: everyone goes on
@@ -133,7 +140,6 @@ class HyperBand(Policy):
         min_epochs: int = 1,
         eta: float = 3,
         stop_last_trials: bool = True,
-        seed: int | None = None,
     ):
         check_budget(max_epochs, min_epochs, eta)
         self.max_epochs, self.min_epochs, self.eta = max_epochs, min_epochs, eta
@@ -144,6 +150,9 @@ class HyperBand(Policy):
         self._of: dict[int, _Bracket] = {}
         self._retire: list[int] = []
         self._closed_all = False
+        # what a retired trial is journaled with: the latest verdict's reason, which may be
+        # another trial's ("promoted to milestone 3"), as the journals have always had it
+        self._last_reason = ""
 
     # ------------------------------------------------------------------ filling brackets
 
@@ -179,56 +188,53 @@ class HyperBand(Policy):
 
     # ------------------------------------------------------------------ results
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         tid = trial.trial_id
         bracket = self._of[tid]
         score = result.metric if ctx.mode == "max" else -result.metric
         bracket.done_work += max(0.0, result.epoch - bracket.epoch(tid))
         bracket.live[tid] = (result.epoch, score)
         self._close_all(ctx, tid)
-        if bracket.keeps_going(tid):
-            return Decision.CONTINUE
-        decision = self._process(bracket, tid)
-        if decision is Decision.PAUSE:
-            waiting = sum(bracket.epoch(t) < bracket.r for t in bracket.live)
-            self.why = f"paused at milestone {bracket.r}: waiting for {waiting} peer(s)"
-        return decision
+        verdict = CONTINUE if bracket.keeps_going(tid) else self._process(bracket, tid)
+        self._last_reason = verdict.reason
+        return verdict
 
-    def _process(self, bracket: _Bracket, current: int | None) -> Decision:
+    def _process(self, bracket: _Bracket, current: int | None) -> Verdict:
         """Halve ``bracket`` once every live trial reached its milestone (Ray's
-        ``_process_bracket``); ``current`` is the trial reporting now, if any. Kept paused
-        trials now sit below the new milestone, so ``choose_trial_to_run`` resumes them."""
+        ``_process_bracket``); ``current`` is the trial reporting now, if any, and the
+        verdict is its. Kept paused trials now sit below the new milestone, so
+        ``choose_trial_to_run`` resumes them."""
         if not bracket.round_done():
-            return Decision.PAUSE
+            return bracket.waiting()
         if bracket.finished():
             for tid in list(bracket.live):
-                self._drop(bracket, tid, current, "bracket finished")
-            return Decision.STOP
-        decision = Decision.PAUSE
+                self._drop(bracket, tid, current, _FINISHED)
+            return Verdict.stop(f"stopped: {_FINISHED}")
+        verdict = None
         good, bad = bracket.halve()
         for tid in bad:
-            why = f"below the top {bracket.n} at the milestone"
-            decision = self._drop(bracket, tid, current, why) or decision
+            reason = f"below the top {bracket.n} at the milestone"
+            verdict = self._drop(bracket, tid, current, reason) or verdict
         for tid in good:
             if bracket.keeps_going(tid):
                 if tid == current:
-                    decision, self.why = Decision.CONTINUE, f"promoted to milestone {bracket.r}"
+                    verdict = Verdict.go(f"promoted to milestone {bracket.r}")
             elif bracket.finished():
-                decision = self._drop(bracket, tid, current, "bracket finished") or decision
-        return decision
+                verdict = self._drop(bracket, tid, current, _FINISHED) or verdict
+        return verdict or bracket.waiting()
 
-    def _drop(self, bracket: _Bracket, tid: int, current: int | None, why: str) -> Decision | None:
+    def _drop(
+        self, bracket: _Bracket, tid: int, current: int | None, reason: str
+    ) -> Verdict | None:
+        """Take ``tid`` out of the bracket: the current trial's stop verdict, or None (any
+        other trial is retired)."""
         del bracket.live[tid]
         if tid == current:
-            self.why = f"stopped: {why}"
-            return Decision.STOP
+            return Verdict.stop(f"stopped: {reason}")
         self._retire.append(tid)
         return None
 
     # ------------------------------------------------------------------ endings
-
-    def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
-        self.on_trial_remove(trial, ctx)
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         bracket = self._of.get(trial.trial_id)
@@ -239,9 +245,9 @@ class HyperBand(Policy):
         if bracket.live and not bracket.finished():
             self._process(bracket, None)
 
-    def retire(self, ctx: PolicyContext) -> list[int]:
+    def retire(self, ctx: PolicyContext) -> dict[int, str]:
         out, self._retire = self._retire, []
-        return out
+        return dict.fromkeys(out, self._last_reason)
 
     # ------------------------------------------------------------------ scheduling
 

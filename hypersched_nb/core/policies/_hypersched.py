@@ -52,11 +52,12 @@ Example:
     >>> hs = HyperSched(max_epochs=16, min_epochs=1, eta=4)
     >>> ctx = PolicyContext.for_test(workers=8)
     >>> trials = [Trial(i, {}) for i in range(10)]
-    >>> [hs.on_trial_result(t, Result(t.trial_id, 1, s, 0, 1, 1), ctx).name  # rung 1 untrusted
-    ...  for t, s in zip(trials, [0.5, 0.9, 0.4, 0.95, 0.1, 0.7, 0.8, 0.2, 0.99, 0.3])].count("PAUSE")
+    >>> def report(epoch, scores):
+    ...     return [hs.on_trial_result(t, Result(t.trial_id, epoch, s, 0, 1, 1), ctx).decision.name
+    ...             for t, s in zip(trials, scores)]
+    >>> report(1, [0.5, 0.9, 0.4, 0.95, 0.1, 0.7, 0.8, 0.2, 0.99, 0.3]).count("PAUSE")  # untrusted
     0
-    >>> [hs.on_trial_result(t, Result(t.trial_id, 4, s, 0, 1, 1), ctx).name  # rung 4 judges
-    ...  for t, s in zip(trials[:4], [0.6, 0.5, 0.9, 0.4])]
+    >>> report(4, [0.6, 0.5, 0.9, 0.4])  # rung 4 judges
     ['CONTINUE', 'PAUSE', 'CONTINUE', 'PAUSE']
 """
 
@@ -66,26 +67,26 @@ import math
 from collections.abc import Mapping
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
 from hypersched_nb.core.policies._hypersched_rules import (
     GainWindow,
     PausedQueue,
     Probation,
-    Rung,
-    RunningMedian,
-    StartupEstimate,
+    Reallocation,
     at_least,
-    check_split,
-    could_grow,
     epochs_reachable,
-    milestones,
-    reallocate,
+    startup_overhead,
+    startup_sample,
 )
+from hypersched_nb.core.policies._rungs import Rung, milestones
+from hypersched_nb.core.policies._sample import Sample
 from hypersched_nb.core.trial import Trial
 
 __all__ = ["HyperSched"]
+
+_MAKE_WAY = Verdict.pause("exploiting: its worker goes to a leader that can use it")
 
 
 class HyperSched(Policy):
@@ -114,23 +115,21 @@ class HyperSched(Policy):
         recharge: int = 5,
         startup_percentile: float = 90,
         max_workers_per_trial: int | None = None,
-        seed: int | None = None,
     ):
         check_budget(max_epochs, min_epochs, eta)
-        check_split(split)
-        at_least(min_peers=(min_peers, 1), probation=(probation, 0), recharge=(recharge, 0))
+        self.reallocation = Reallocation(split, grow_threshold, recharge, max_workers_per_trial)
+        at_least(
+            min_peers=(min_peers, 1), probation=(probation, 0), breadth_reach=(breadth_reach, 1)
+        )
         at_least(probation_pairs=(probation_pairs, 4), depth_window=(depth_window, 2))
-        at_least(breadth_reach=(breadth_reach, 1), max_workers_per_trial=(max_workers_per_trial, 1))
         self.max_epochs, self.min_epochs, self.eta, self.pause = max_epochs, min_epochs, eta, pause
         self.min_peers, self.promote = min_peers, promote
         self.confirm_peers = int(eta) - 1 if confirm_peers is None else confirm_peers
         self.probation, self.probation_pairs = probation, probation_pairs
         self.probation_z, self.probation_floor = probation_z, probation_floor
         self.breadth_reach, self.depth_threshold = breadth_reach, depth_threshold
-        self.depth_window, self.focus, self.split = depth_window, focus, split
-        self.grow_threshold, self.recharge = grow_threshold, recharge
-        self.startup = StartupEstimate(startup_percentile)
-        self.max_workers_per_trial, self.seed = max_workers_per_trial, seed
+        self.depth_window, self.focus = depth_window, focus
+        self._startups = startup_sample(startup_percentile)
         self.rungs = [Rung(m, eta, min_peers) for m in milestones(max_epochs, min_epochs, eta)]
         self.trust = Probation(
             len(self.rungs), probation, probation_pairs, probation_z, probation_floor, eta
@@ -144,11 +143,12 @@ class HyperSched(Policy):
         self._provisional: dict[int, set[int]] = {}  # trial -> rungs it passed with few peers
         self._passed: dict[int, int] = {}  # trial -> how many rungs (the lowest) hold its value
         self._waiting = PausedQueue()  # trials this policy paused (rung -1: for a leader)
-        self._first, self._later = RunningMedian(), RunningMedian()  # one-worker epoch seconds
+        # one-worker epoch seconds, first epochs apart, for their medians
+        self._first, self._later = Sample(percentile=50), Sample(percentile=50)
 
     # ------------------------------------------------------------------ termination
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         tid, epoch = trial.trial_id, result.epoch
         self._results += 1
         self._waiting.discard(tid)
@@ -178,20 +178,17 @@ class HyperSched(Policy):
             self._depth, self._stale = self.depth(), False
             if self._surely_open is not None and self._surely_open[2] != self._need():
                 self._surely_open = None  # rule 4's bar moved: regime or first judged rung
-        if below is not None and (
-            self._open(ctx) or self._taker(trial, ctx, ctx.running.values())
-        ):
+        if below is not None and (self._open(ctx) or self._taker(trial, ctx, ctx.running.values())):
             i, value, cutoff = below
-            self.why = f"rung {self.rungs[i].milestone:g}: {value:.4g} below cutoff {cutoff:.4g}"
+            reason = f"rung {self.rungs[i].milestone:g}: {value:.4g} below cutoff {cutoff:.4g}"
             if not self.pause:
-                return Decision.STOP
+                return Verdict.stop(reason)
             self._waiting.add(tid, i, value)
-            return Decision.PAUSE
+            return Verdict.pause(reason)
         if self.focus and self.regime() == "depth" and self._outclassed(trial, ctx):
-            self.why = "exploiting: its worker goes to a leader that can use it"
             self._waiting.add(tid, -1, trial.best_score)
-            return Decision.PAUSE
-        return Decision.CONTINUE
+            return _MAKE_WAY
+        return CONTINUE
 
     def _below(self, tid: int, judge: tuple | None, score: float) -> tuple | None:
         """Rule 1: the rung whose cutoff the trial is below, if any. A pass made with no
@@ -224,20 +221,13 @@ class HyperSched(Policy):
         return trial not in leaders and self._taker(trial, ctx, leaders)
 
     def _taker(self, trial: Trial, ctx: PolicyContext, among) -> bool:
-        cap, startup = self.max_workers_per_trial or ctx.workers, self.startup(ctx.startups)
-        return any(
-            t is not trial
-            and could_grow(
-                t, cap, ctx.scaling, ctx.time_left, startup, self.grow_threshold, self.recharge
-            )
-            for t in among
-        )
+        """Could one of ``among`` (not ``trial``) take a worker at once?"""
+        startup, grows = self.startup(ctx), self.reallocation.could_grow
+        return any(t is not trial and grows(t, ctx, startup) for t in among)
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         self._waiting.discard(trial.trial_id)
         self._provisional.pop(trial.trial_id, None)
-
-    on_trial_complete = on_trial_remove
 
     # ------------------------------------------------------------------ breadth or depth
 
@@ -255,22 +245,28 @@ class HyperSched(Policy):
         d = self._depth
         return "depth" if d is not None and d > self.depth_threshold else "breadth"
 
+    def startup(self, ctx: PolicyContext) -> float:
+        """O: the ``startup_percentile`` of the start-ups observed so far."""
+        return startup_overhead(self._startups, ctx.startups)
+
     def admission(self, ctx: PolicyContext) -> tuple[bool, float, float]:
         """Rule 4: (open, epochs a trial started now would reach, epochs it needs)."""
         need = self._need()
-        first = self._first.value() or self._later.value()
+        first = self._first.percentile() or self._later.percentile()
         if first is None:
             return True, math.inf, need
-        startup = self.startup(ctx.startups)
-        reach = epochs_reachable(ctx.time_left, startup, first, self._later.value() or first)
-        if reach < need and ctx.workers > 1 and ctx.scaling(2) <= self.grow_threshold:
+        startup = self.startup(ctx)
+        reach = epochs_reachable(ctx.time_left, startup, first, self._later.percentile() or first)
+        if reach < need and ctx.workers > 1 and ctx.scaling(2) <= self.reallocation.grow_threshold:
             return True, reach, need  # exploiting could not use the workers: keep exploring
         return reach >= need, reach, need
 
     def _need(self) -> float:
         """Rule 4: the epochs a new trial must be able to reach."""
         m = self.rungs[self.first_judged()].milestone
-        return min(self.max_epochs, m * (self.eta if self.regime() == "depth" else self.breadth_reach))
+        return min(
+            self.max_epochs, m * (self.eta if self.regime() == "depth" else self.breadth_reach)
+        )
 
     def _open(self, ctx: PolicyContext) -> bool:
         """``admission(ctx)[0]``, which every result asks, mostly without the medians.
@@ -305,8 +301,8 @@ class HyperSched(Policy):
         """Until when a trial started on one worker, whose every epoch took as long as the
         slowest seen, would still reach ``need`` epochs (None: not even now). Checked now
         and half-way to where it would fail, it holds at every time between."""
-        slowest = max(self._first.largest or 0.0, self._later.largest or 0.0)
-        now, startup = ctx.now, self.startup(ctx.startups)
+        slowest = max(self._first.largest, self._later.largest)
+        now, startup = ctx.now, self.startup(ctx)
         reach = epochs_reachable(ctx.time_left, startup, slowest, slowest)
         if reach < need:
             return None
@@ -340,10 +336,7 @@ class HyperSched(Policy):
         if not ctx.running or self._open(ctx):
             return None
         order = sorted(ctx.running.values(), key=lambda t: (-t.best_score, t.trial_id))
-        return reallocate(
-            order, self.split, ctx.workers, self.max_workers_per_trial, ctx.scaling,
-            ctx.time_left, self.startup(ctx.startups), self.grow_threshold, self.recharge,
-        )  # fmt: skip
+        return self.reallocation.targets(order, ctx, self.startup(ctx))
 
     def describe(self, ctx: PolicyContext) -> str:
         i, d = self.first_judged(), self._depth

@@ -32,21 +32,23 @@ Where we differ, and only in mechanics: the deadline comes from ``ctx`` at every
 authors fixed it at construction); training time is the driver's epoch seconds, start-ups
 excluded (Ray's ``time_total_s``); O is the percentile of every observed start-up (the
 authors' of the set of distinct values) and 0 before any (they used −1); milestones past R
-are not built (they can never be reached); a shrink needs no recharge (issue 2's rule; the
-authors' allocator also waited out the recharge period before shrinking).
+are not built (they can never be reached); a shrink needs no recharge (the rule as the
+paper describes it, "grow after the recharge period, shrink always"; the authors' allocator
+also waited out the recharge period before shrinking).
 
-Example (the worked example of REFERENCES.md, η = 2, r = 1):
+Example (rule 1 with η = 2, r = 1: A's rung-1 value 0.5 is below the median 0.7 of the two
+values recorded there, so A pauses at epoch 2):
     >>> from hypersched_nb.core.trial import Trial
     >>> from hypersched_nb.core.events import Result
     >>> from hypersched_nb.core.context import PolicyContext
     >>> hs = HyperSchedPaper(max_epochs=10, min_epochs=1, eta=2)
     >>> ctx = PolicyContext.for_test(workers=2)
     >>> a, b = Trial(0, {}), Trial(1, {})
-    >>> hs.on_trial_result(a, Result(0, 1, 0.5, 0, 1, 1), ctx).name
+    >>> hs.on_trial_result(a, Result(0, 1, 0.5, 0, 1, 1), ctx).decision.name
     'CONTINUE'
-    >>> hs.on_trial_result(b, Result(1, 1, 0.9, 0, 1, 1), ctx).name
+    >>> hs.on_trial_result(b, Result(1, 1, 0.9, 0, 1, 1), ctx).decision.name
     'CONTINUE'
-    >>> hs.on_trial_result(a, Result(0, 2, 0.6, 0, 1, 1), ctx).name
+    >>> hs.on_trial_result(a, Result(0, 2, 0.6, 0, 1, 1), ctx).decision.name
     'PAUSE'
 """
 
@@ -55,23 +57,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
 from hypersched_nb.core.policies._hypersched_rules import (
     PausedQueue,
-    Rung,
-    RunningMedian,
-    StartupEstimate,
+    Reallocation,
     admission_open,
-    check_split,
-    milestones,
-    reallocate,
+    startup_overhead,
+    startup_sample,
 )
+from hypersched_nb.core.policies._rungs import Rung, milestones
+from hypersched_nb.core.policies._sample import Sample
 from hypersched_nb.core.trial import Trial
-from hypersched_nb.errors import ConfigError
 
 __all__ = ["HyperSchedPaper"]
+
+_CLOSED = "admission closed: no new trial can catch the leader by the deadline"
 
 
 class HyperSchedPaper(Policy):
@@ -89,34 +91,23 @@ class HyperSchedPaper(Policy):
         recharge: int = 5,
         startup_percentile: float = 90,
         max_workers_per_trial: int | None = None,
-        seed: int | None = None,
     ):
         check_budget(max_epochs, min_epochs, eta)
-        check_split(split)
-        if not grow_threshold > 0:
-            raise ConfigError(f"`grow_threshold` is {grow_threshold}, but must be > 0")
-        if recharge < 0:
-            raise ConfigError(f"`recharge` is {recharge}, but must be >= 0")
-        if max_workers_per_trial is not None and max_workers_per_trial < 1:
-            raise ConfigError(
-                f"`max_workers_per_trial` is {max_workers_per_trial}, but must be >= 1"
-            )
-        self.max_epochs, self.min_epochs, self.eta = max_epochs, min_epochs, eta
-        self.pause, self.split = pause, split
-        self.grow_threshold, self.recharge = grow_threshold, recharge
-        self.startup_estimate = StartupEstimate(startup_percentile)
-        self.max_workers_per_trial = max_workers_per_trial
-        self.seed = seed
-        self.rungs = [Rung(m, eta) for m in reversed(milestones(max_epochs, min_epochs, eta))]
+        self.reallocation = Reallocation(split, grow_threshold, recharge, max_workers_per_trial)
+        self.max_epochs, self.min_epochs, self.eta, self.pause = max_epochs, min_epochs, eta, pause
+        self._startups = startup_sample(startup_percentile)
+        self.rungs = [  # at least two values for a cutoff
+            Rung(m, eta, min_count=2) for m in reversed(milestones(max_epochs, min_epochs, eta))
+        ]
         self._waiting = PausedQueue()  # paused trials by the index of the rung that paused them
         self._train: dict[int, float] = {}  # trial -> cumulative training seconds
         self._longest = 0.0
-        self._epoch = RunningMedian()  # one-worker epoch seconds
+        self._epoch = Sample(percentile=50)  # one-worker epoch seconds, for their median
         self.closed = False  # admission closed for good
 
     # ------------------------------------------------------------------ termination
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         tid = trial.trial_id
         self._waiting.discard(tid)  # it runs again
         self._train[tid] = spent = self._train.get(tid, 0.0) + result.seconds
@@ -131,23 +122,21 @@ class HyperSchedPaper(Policy):
             kept = rung.record(tid, score)
             if cutoff is not None and kept < cutoff:
                 late = "" if kept == score else " (re-checked)"
-                self.why = f"rung {rung.milestone:g}: {kept:.4g} below cutoff {cutoff:.4g}{late}"
+                reason = f"rung {rung.milestone:g}: {kept:.4g} below cutoff {cutoff:.4g}{late}"
                 if not self.pause:
-                    return Decision.STOP
+                    return Verdict.stop(reason)
                 self._waiting.add(tid, i, kept)
-                return Decision.PAUSE
-        return Decision.CONTINUE
+                return Verdict.pause(reason)
+        return CONTINUE
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         self._waiting.discard(trial.trial_id)
-
-    on_trial_complete = on_trial_remove
 
     # ------------------------------------------------------------------ admission
 
     def startup(self, ctx: PolicyContext) -> float:
         """O: the ``startup_percentile`` of the start-ups observed so far."""
-        return self.startup_estimate(ctx.startups)
+        return startup_overhead(self._startups, ctx.startups)
 
     def admission_bar(self, ctx: PolicyContext) -> tuple[bool, float]:
         """(open, bar): would a trial be admitted now, and the time left it needs."""
@@ -159,7 +148,7 @@ class HyperSchedPaper(Policy):
             self.startup(ctx),
             self.eta,
             self.max_epochs,
-            self._epoch.value(),
+            self._epoch.percentile(),
         )
 
     def admission(self, ctx: PolicyContext) -> tuple[bool, float]:
@@ -169,11 +158,10 @@ class HyperSchedPaper(Policy):
             self.closed = True  # a one-way switch to exploitation
         return ok, bar
 
-    def retire(self, ctx: PolicyContext) -> list[int]:
+    def retire(self, ctx: PolicyContext) -> dict[int, str]:
         if self.admission(ctx)[0]:
-            return []
-        self.why = "admission closed: no new trial can catch the leader by the deadline"
-        return [*ctx.pending, *ctx.paused]
+            return {}
+        return dict.fromkeys([*ctx.pending, *ctx.paused], _CLOSED)
 
     def choose_trial_to_run(self, ctx: PolicyContext) -> Trial | None:
         if not self.admission(ctx)[0]:
@@ -196,10 +184,7 @@ class HyperSchedPaper(Policy):
         if not ctx.running:
             return None
         order = sorted(ctx.running.values(), key=lambda t: (-_last(t, ctx.mode), t.trial_id))
-        return reallocate(
-            order, self.split, ctx.workers, self.max_workers_per_trial, ctx.scaling,
-            ctx.time_left, self.startup(ctx), self.grow_threshold, self.recharge,
-        )  # fmt: skip
+        return self.reallocation.targets(order, ctx, self.startup(ctx))
 
     def describe(self, ctx: PolicyContext) -> str:
         ok, bar = self.admission_bar(ctx)

@@ -4,14 +4,12 @@ Liaw et al., "HyperSched: Dynamic Resource Reallocation for Model Development on
 Deadline" (SoCC 2019). Symbols: r = grace (``min_epochs``), R = ``max_epochs``, η = ``eta``,
 s(k) = the scaling curve, T_left = time left, O = start-up overhead.
 
-- :func:`milestones` and :class:`Rung`: rung bookkeeping (value kept per rung = the trial's
-  first report at or past it; cutoff = percentile (1 − 1/η) of the values recorded).
 - :class:`PausedQueue`: paused trials by rung, best first (promotion without a full scan).
-- :func:`admission_open`, :class:`StartupEstimate`, :class:`RunningMedian`: the paper's
-  fair-allocation test and the O and median epoch time it needs, kept incrementally.
-- :func:`split_uniform` / :func:`split_top_job`, :func:`grow_pays`, :func:`could_grow`,
-  :func:`resize_targets`, :func:`reallocate`: sharing spare workers, the benefit test and
-  the recharge period.
+- :func:`admission_open`, :func:`startup_sample`, :func:`startup_overhead`: the paper's
+  fair-allocation test and the O it needs, kept incrementally (the rungs themselves, and
+  the median epoch time, are :mod:`._rungs`' and :mod:`._sample`'s).
+- :func:`split_uniform` / :func:`split_top_job`, :func:`grow_pays`, :class:`Reallocation`:
+  sharing spare workers, the benefit test and the recharge period.
 - Only ``hypersched``'s: :func:`keep_agreement`, :func:`trusted` and :class:`Probation` (do a
   rung's verdicts hold at the next rung?), :class:`GainWindow` (do leaders still gain more
   than choosing among more?), :func:`epochs_reachable` (how far a trial started now gets).
@@ -20,12 +18,15 @@ s(k) = the scaling curve, T_left = time left, O = start-up overhead.
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from hypersched_nb.core.context import PolicyContext
+from hypersched_nb.core.policies._rungs import Rung
+from hypersched_nb.core.policies._sample import Sample, percentile
 from hypersched_nb.errors import ConfigError
 
 __all__ = [
@@ -33,153 +34,30 @@ __all__ = [
     "GainWindow",
     "PausedQueue",
     "Probation",
-    "Rung",
-    "RunningMedian",
-    "StartupEstimate",
+    "Reallocation",
     "admission_open",
     "at_least",
-    "could_grow",
     "epochs_reachable",
     "grow_pays",
     "keep_agreement",
-    "milestones",
-    "reallocate",
-    "resize_targets",
     "split_top_job",
     "split_uniform",
-    "startup_estimate",
+    "startup_overhead",
+    "startup_sample",
     "trusted",
 ]
 
 
-def milestones(max_epochs: float, min_epochs: float, eta: float) -> list[float]:
-    """Rung milestones r·η^i that a trial can reach, lowest first: (52, 1, 4) -> [1, 4, 16]."""
-    out, m = [], float(min_epochs)
-    while m <= max_epochs * (1 + 1e-12):
-        out.append(m)
-        m *= eta
-    return out
+def startup_sample(percentile: float) -> Sample:
+    """The start-ups' sample whose ``percentile`` is O (checked: a percentile is in [0, 100])."""
+    if not 0 <= percentile <= 100:
+        raise ConfigError(f"`startup_percentile` is {percentile}, but must be in [0, 100]")
+    return Sample(percentile=percentile)
 
 
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    """numpy's default (linear) percentile ``q`` (0–100) of an ascending sequence."""
-    pos = q / 100 * (len(ordered) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-class Rung:
-    """One rung: the value each trial had when it first reached ``milestone``, also kept
-    in order so that its cutoff costs one insertion per new value."""
-
-    __slots__ = ("_ordered", "_spread", "milestone", "min_count", "quantile", "recorded")
-
-    def __init__(self, milestone: float, eta: float, min_count: int = 2):
-        self.milestone = milestone
-        self.quantile = (1 - 1 / eta) * 100
-        self.min_count = min_count
-        self.recorded: dict[int, float] = {}
-        self._ordered: list[float] = []
-        self._spread: tuple[int, float | None] = (-1, None)  # (values, spread() with them)
-
-    def cutoff(self) -> float | None:
-        """Percentile (1 − 1/η) of the recorded values; None below ``min_count`` values."""
-        if len(self._ordered) < max(1, self.min_count):
-            return None
-        return _quantile(self._ordered, self.quantile)
-
-    def spread(self) -> float | None:
-        """How much better the top 1/η is than the median: cutoff − median."""
-        n = len(self._ordered)
-        if self._spread[0] != n:  # values only come: their number says whether it changed
-            spread = None
-            if n >= max(2, self.min_count):
-                spread = _quantile(self._ordered, self.quantile) - _quantile(self._ordered, 50)
-            self._spread = (n, spread)
-        return self._spread[1]
-
-    def record(self, tid: int, score: float) -> float:
-        """Keep ``score`` if ``tid`` has no value here yet; return the value kept."""
-        if tid not in self.recorded:
-            self.recorded[tid] = score
-            bisect.insort(self._ordered, score)
-        return self.recorded[tid]
-
-    def below(self, tid: int) -> bool:
-        """Is the trial's kept value strictly below the cutoff?"""
-        cut = self.cutoff()
-        return cut is not None and self.recorded[tid] < cut
-
-
-class RunningMedian:
-    """Exact median of a growing sample in O(log n) per value (two heaps). Values are
-    only collected as they come and go into the heaps when the median is next read, so
-    a sample that is rarely read costs one append per value. ``largest`` is the largest
-    value so far (None while empty)."""
-
-    __slots__ = ("_hi", "_lo", "_new", "largest")
-
-    def __init__(self) -> None:
-        self._lo: list[float] = []  # max-heap (negated) of the lower half
-        self._hi: list[float] = []  # min-heap of the upper half
-        self._new: list[float] = []  # values not yet in the heaps
-        self.largest: float | None = None
-
-    def add(self, x: float) -> None:
-        self._new.append(x)
-        if self.largest is None or x > self.largest:
-            self.largest = x
-
-    def __len__(self) -> int:
-        return len(self._lo) + len(self._hi) + len(self._new)
-
-    def value(self) -> float | None:
-        lo, hi = self._lo, self._hi
-        for x in self._new:
-            if lo and x > -lo[0]:
-                heapq.heappush(hi, x)
-            else:
-                heapq.heappush(lo, -x)
-            if len(lo) > len(hi) + 1:
-                heapq.heappush(hi, -heapq.heappop(lo))
-            elif len(hi) > len(lo):
-                heapq.heappush(lo, -heapq.heappop(hi))
-        self._new.clear()
-        if not lo:
-            return None
-        if len(lo) > len(hi):
-            return -lo[0]
-        return (-lo[0] + hi[0]) / 2
-
-
-def startup_estimate(startups: Sequence[float], percentile: float) -> float:
-    """O: the ``percentile`` of observed start-up overheads (0 before any was observed)."""
-    if not startups:
-        return 0.0
-    return float(np.percentile(np.asarray(startups, float), percentile))
-
-
-class StartupEstimate:
-    """:func:`startup_estimate` of ``ctx.startups`` (which only grows), kept sorted so each
-    new start-up costs one insertion instead of a fresh percentile."""
-
-    __slots__ = ("_sorted", "_value", "percentile")
-
-    def __init__(self, percentile: float):
-        if not 0 <= percentile <= 100:
-            raise ConfigError(f"`startup_percentile` is {percentile}, but must be in [0, 100]")
-        self.percentile, self._sorted, self._value = percentile, [], 0.0
-
-    def __call__(self, startups: Sequence[float]) -> float:
-        seen = self._sorted
-        if len(startups) != len(seen):
-            if len(startups) < len(seen):  # a different search: start again
-                seen.clear()
-            for x in startups[len(seen) :]:
-                bisect.insort(seen, float(x))
-            self._value = _quantile(seen, self.percentile) if seen else 0.0
-        return self._value
+def startup_overhead(sample: Sample, startups: Sequence[float]) -> float:
+    """O: the sample's percentile of the start-ups observed so far (0 before any)."""
+    return sample.follow(startups).percentile() or 0.0
 
 
 class PausedQueue:
@@ -280,57 +158,53 @@ def grow_pays(
     return s_new * (time_left - startup) / (time_left * s_cur) > threshold
 
 
-def could_grow(
-    trial, cap: int, scaling, time_left: float, startup: float, threshold: float, recharge: int
-) -> bool:
-    """Would one more worker be granted to this running trial now (recharged, and it pays)?"""
-    return (
-        trial.workers < cap
-        and trial.results_since_start > recharge
-        and grow_pays(
-            scaling(trial.workers + 1), scaling(trial.workers), time_left, startup, threshold
+@dataclass(frozen=True, slots=True)
+class Reallocation:
+    """The paper's reallocation: each running trial holds one worker and the spare ones are
+    split by ``split``; a trial grows only when the benefit test passes ``grow_threshold``
+    and it has reported more than ``recharge`` results since its last (re)start; a shrink
+    always goes ahead; no trial holds more than ``max_workers_per_trial`` (None: any)."""
+
+    split: str = "uniform"
+    grow_threshold: float = 1.1
+    recharge: int = 5
+    max_workers_per_trial: int | None = None
+
+    def __post_init__(self) -> None:
+        check_split(self.split)
+        if not self.grow_threshold > 0:
+            raise ConfigError(f"`grow_threshold` is {self.grow_threshold}, but must be > 0")
+        at_least(recharge=(self.recharge, 0), max_workers_per_trial=(self.max_workers_per_trial, 1))
+
+    def targets(self, order: Sequence, ctx: PolicyContext, startup: float) -> dict[int, int]:
+        """Targets for the running trials ``order`` (best first), in that order."""
+        proposed = SPLITS[self.split]([t.trial_id for t in order], ctx.workers, self._cap(ctx))
+        out = {}
+        for trial in order:
+            want, cur = proposed[trial.trial_id], trial.workers
+            if want > cur and not self._pays(trial, want, ctx, startup):
+                want = cur
+            out[trial.trial_id] = want
+        return out
+
+    def could_grow(self, trial, ctx: PolicyContext, startup: float) -> bool:
+        """Would one more worker be granted to this running trial now?"""
+        return trial.workers < self._cap(ctx) and self._pays(trial, trial.workers + 1, ctx, startup)
+
+    def _pays(self, trial, want: int, ctx: PolicyContext, startup: float) -> bool:
+        """Recharged, and the benefit test passes for ``want`` workers."""
+        scaling = ctx.scaling
+        return trial.results_since_start > self.recharge and grow_pays(
+            scaling(want), scaling(trial.workers), ctx.time_left, startup, self.grow_threshold
         )
-    )
+
+    def _cap(self, ctx: PolicyContext) -> int:
+        return self.max_workers_per_trial or ctx.workers
 
 
-def reallocate(
-    order: Sequence, split: str, workers: int, cap: int | None, scaling, time_left: float,
-    startup: float, threshold: float, recharge: int,
-) -> dict[int, int]:
-    """Targets for running trials ``order`` (best first): one worker each, the spare split
-    by ``split``, then :func:`resize_targets`'s grow test; returned in ``order``."""
-    ids = [t.trial_id for t in order]
-    proposed = SPLITS[split](ids, workers, cap or workers)
-    current = {t.trial_id: t.workers for t in order}
-    since = {t.trial_id: t.results_since_start for t in order}
-    return resize_targets(proposed, current, since, scaling, time_left, startup, threshold, recharge)
-
-
-def resize_targets(
-    proposed: Mapping[int, int],
-    current: Mapping[int, int],
-    since_start: Mapping[int, int],
-    scaling,
-    time_left: float,
-    startup: float,
-    threshold: float,
-    recharge: int,
-) -> dict[int, int]:
-    """Targets in ``proposed``'s order: a shrink always, a grow only when it pays and the
-    trial has reported more than ``recharge`` results since its last (re)start."""
-    out = {}
-    for tid, want in proposed.items():
-        cur = current[tid]
-        if want > cur and not (
-            since_start[tid] > recharge
-            and grow_pays(scaling(want), scaling(cur), time_left, startup, threshold)
-        ):
-            want = cur
-        out[tid] = want
-    return out
-
-
-def keep_agreement(low: Sequence[float], high: Sequence[float], eta: float) -> tuple[float, int, int]:
+def keep_agreement(
+    low: Sequence[float], high: Sequence[float], eta: float
+) -> tuple[float, int, int]:
     """How well a rung's verdicts hold at the next rung: the probability that a trial it
     would keep (top 1/η of ``low``) beats, at the next rung (``high``), one it would pause
     (ties count half). 0.5: no better than chance; below: inverted. Returns (AUC, kept, paused)."""
@@ -341,7 +215,9 @@ def keep_agreement(low: Sequence[float], high: Sequence[float], eta: float) -> t
     kept, paused = high[keep], high[~keep]
     if not len(kept) or not len(paused):
         return 0.5, len(kept), len(paused)
-    wins = (kept[:, None] > paused[None, :]).mean() + 0.5 * (kept[:, None] == paused[None, :]).mean()
+    wins = (kept[:, None] > paused[None, :]).mean() + 0.5 * (
+        kept[:, None] == paused[None, :]
+    ).mean()
     return float(wins), len(kept), len(paused)
 
 
@@ -436,4 +312,4 @@ class GainWindow:
         values = self._ordered
         if len(values) < 2 or not spread or spread <= 0:
             return None
-        return _quantile(values, 50) / spread
+        return percentile(values, 50) / spread

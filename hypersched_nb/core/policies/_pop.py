@@ -48,8 +48,9 @@ Example:
     ...     t.metrics = [(0.3 + 0.07 * i) * (1 - 0.5 ** e) for e in range(1, 5)]
     ...     t.epochs, t.scores, t.best_score = 4, t.metrics, max(t.metrics)
     >>> ctx = PolicyContext.for_test(trials=trials, workers=4, deadline=1000.0)
-    >>> [pop.on_trial_result(t, Result(i, 4, t.metrics[-1], 40.0, 10.0, 1), ctx).name[0]
-    ...  for i, t in trials.items()]  # Poor stop, Opportunistic yield to new ones, Promising go on
+    >>> verdicts = [pop.on_trial_result(t, Result(i, 4, t.metrics[-1], 40.0, 10.0, 1), ctx)
+    ...             for i, t in trials.items()]
+    >>> [v.decision.name[0] for v in verdicts]  # Poor stop, Opportunistic yield, Promising go on
     ['S', 'S', 'S', 'S', 'P', 'C', 'C', 'C', 'C', 'C']
     >>> pop.threshold([0.9, 0.8, 0.5, 0.3], slots=8)  # p* and the dedicated slots
     (0.5, 3)
@@ -64,7 +65,7 @@ import numpy as np
 
 from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.curves import CurveCache
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget, evaluation_boundary
 from hypersched_nb.core.trial import Trial
@@ -83,7 +84,6 @@ class POP(Policy):
         *,
         max_epochs: int = 100,
         min_epochs: int = 1,
-        eta: float = 4,
         seed: int | None = None,
         boundary: int | None = None,
         boundary_fraction: float = 0.1,
@@ -96,18 +96,28 @@ class POP(Policy):
         samples: int = 200,
         bounds: tuple[float, float] | str | None = "auto",
     ):
-        check_budget(max_epochs, min_epochs, eta)
+        check_budget(max_epochs, min_epochs)
         boundary = evaluation_boundary(boundary, boundary_fraction, max_epochs)
         if isinstance(kill_threshold, str) and kill_threshold != "relative":
-            raise ConfigError(f"`kill_threshold` is {kill_threshold!r}, but must be a number, 'relative' or None")
-        for key, value in (("p_stop", p_stop), ("explore_share", explore_share), ("kill_margin", kill_margin)):
+            raise ConfigError(
+                f"`kill_threshold` is {kill_threshold!r}, but must be a number, 'relative' or None"
+            )
+        for key, value in (
+            ("p_stop", p_stop),
+            ("explore_share", explore_share),
+            ("kill_margin", kill_margin),
+        ):
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"`{key}` is {value}, but must be in [0, 1]")
         if slots_per_trial < 1:
             raise ConfigError(f"`slots_per_trial` is {slots_per_trial}, but must be >= 1")
         self.max_epochs, self.min_epochs, self.boundary = max_epochs, min_epochs, boundary
         self.y_target, self.kill_threshold, self.kill_margin = y_target, kill_threshold, kill_margin
-        self.p_stop, self.slots_per_trial, self.explore_share = p_stop, slots_per_trial, explore_share
+        self.p_stop, self.slots_per_trial, self.explore_share = (
+            p_stop,
+            slots_per_trial,
+            explore_share,
+        )
         self._curves = CurveCache(max_epochs, bounds=bounds, samples=samples, seed=seed)
         self._secs: dict[int, list[float]] = {}  # observed epoch seconds per trial
         self._p: dict[int, float] = {}
@@ -164,7 +174,9 @@ class POP(Policy):
             return ""
         sign = 1.0 if ctx.mode == "max" else -1.0
         if kill == "relative":
-            firsts = [t.scores[0] for t in ctx.trials.values() if t.scores and math.isfinite(t.scores[0])]
+            firsts = [
+                t.scores[0] for t in ctx.trials.values() if t.scores and math.isfinite(t.scores[0])
+            ]
             if len(firsts) < 2:
                 return ""
             chance = min(firsts)
@@ -183,7 +195,9 @@ class POP(Policy):
             self._p[t.trial_id], self._eta_s[t.trial_id] = self._confidence(t, ctx, target)
         ps = [self._p[t.trial_id] for t in live]
         self._p_star, slots = self.threshold(ps, ctx.workers, self.slots_per_trial)
-        ranked = sorted(live, key=lambda t: (-self._p[t.trial_id], self._eta_s[t.trial_id], t.trial_id))
+        ranked = sorted(
+            live, key=lambda t: (-self._p[t.trial_id], self._eta_s[t.trial_id], t.trial_id)
+        )
         self._dedicated = [t.trial_id for t in ranked[:slots] if self._p[t.trial_id] > 0]
 
     def _pick(self, ctx: PolicyContext, yielding: Trial | None = None):
@@ -210,38 +224,36 @@ class POP(Policy):
 
     # ------------------------------------------------------------------ hooks
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         tid = trial.trial_id
         self._curves.observe(result.metric)
         self._secs.setdefault(tid, []).append(result.seconds * result.workers)
         if result.epoch % self.boundary or result.epoch < self.min_epochs:
-            return Decision.CONTINUE
+            return CONTINUE
         target = self._target = self._target_of(ctx)
         self._curves.predict(trial, ctx.mode)
         self._p[tid], self._eta_s[tid] = p, _ = self._confidence(trial, ctx, target)
         kill = self._non_learner(trial, ctx)
         reached = trial.best_score >= (target if ctx.mode == "max" else -target)
         if kill or (p < self.p_stop and not reached):
-            self.why = kill or f"poor: p={p:.3f} < {self.p_stop} of reaching {target:.4g} by the deadline"
             self._forget(tid)
-            return Decision.STOP
+            return Verdict.stop(
+                kill or f"poor: p={p:.3f} < {self.p_stop} of reaching {target:.4g} by the deadline"
+            )
         self._classify(ctx, target)
         if tid in self._dedicated:
-            self.why = f"promising: p={self._p[tid]:.3f} >= p*={self._p_star:.3f}"
-            return Decision.CONTINUE
+            return Verdict.go(f"promising: p={self._p[tid]:.3f} >= p*={self._p_star:.3f}")
         nxt = self._pick(ctx, yielding=trial)
         if nxt is None or nxt is trial:
             self._kept += nxt is trial  # its own turn again
-            return Decision.CONTINUE
-        self.why = f"opportunistic: p={self._p[tid]:.3f} < p*={self._p_star:.3f}; yields its slot"
-        return Decision.PAUSE
+            return CONTINUE
+        return Verdict.pause(
+            f"opportunistic: p={self._p[tid]:.3f} < p*={self._p_star:.3f}; yields its slot"
+        )
 
     def choose_trial_to_run(self, ctx: PolicyContext) -> Trial | None:
         pick = self._pick(ctx)
         return None if pick is _NEW else pick
-
-    def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
-        self._forget(trial.trial_id)
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         self._forget(trial.trial_id)

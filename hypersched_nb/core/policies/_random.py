@@ -1,8 +1,8 @@
 """Random search, first in first out: every offered configuration trains to R.
 
 The baseline that wins when curves level off early and breadth matters more than depth.
-Symbols: R = ``max_epochs`` (the driver completes a trial there); r and η are accepted for
-a uniform constructor and unused.
+The configurations come from the search's sampler and every trial trains to the search's
+R, where the driver completes it, so the policy takes no budget, no seed and no setting.
 
 Example:
     >>> from hypersched_nb.core.trial import Trial
@@ -14,14 +14,10 @@ Example:
 
 from __future__ import annotations
 
-from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._base import Policy
 
 __all__ = ["RandomFIFO"]
 
 
 class RandomFIFO(Policy):
     name = "random"
-
-    def __init__(self, *, max_epochs: int = 100, min_epochs: int = 1, eta: float = 4, seed: int | None = None):
-        check_budget(max_epochs, min_epochs, eta)
-        self.max_epochs = max_epochs

@@ -62,18 +62,24 @@ from __future__ import annotations
 import math
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._sample import Sample
 from hypersched_nb.core.policies._seer_plan import Round, plan_rounds, round_epochs
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
 
 __all__ = ["SEER"]
 
+_OUTSIDER = Verdict.stop("not in SEER's current round")
+_NOT_KEPT = Verdict.stop("not among the round's survivors")
+_OVER_BUDGET = Verdict.stop("its next epoch would overrun the cost budget")
+
 
 class SEER(Policy):
     name = "seer"
+    elastic = True
 
     def __init__(
         self,
@@ -81,7 +87,6 @@ class SEER(Policy):
         max_epochs: int = 100,
         min_epochs: int = 1,
         eta: float = 4,
-        seed: int | None = None,
         max_configs: int = 100,
     ):
         check_budget(max_epochs, min_epochs, eta)
@@ -98,10 +103,13 @@ class SEER(Policy):
         self._done: set[int] = set()  # members that reached this round's epochs or ended
         self._spare: list[int] = []  # offered configurations round 0 did not want
         self._retire: set[int] = set()
-        self._first = _Mean()  # one-worker seconds of first epochs
-        self._later = _Mean()  # one-worker seconds of later epochs
-        self._own: dict[int, _Mean] = {}  # trial -> its later epochs' one-worker seconds
-        self._startup = _Mean()  # observed start-up seconds
+        self._first = Sample()  # one-worker seconds of first epochs
+        self._later = Sample()  # one-worker seconds of later epochs
+        self._own: dict[int, Sample] = {}  # trial -> its later epochs' one-worker seconds
+        self._startup = Sample()  # observed start-up seconds
+        # what a retired trial is journaled with: the latest verdict's reason, which may be
+        # another trial's, as the journals have always had it
+        self._last_reason = ""
 
     # ------------------------------------------------------------------ trial hooks
 
@@ -113,34 +121,34 @@ class SEER(Policy):
                 return
         self._spare.append(trial.trial_id)
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
+        verdict = self._judge(trial, result, ctx)
+        self._last_reason = verdict.reason
+        return verdict
+
+    def _judge(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         tid = trial.trial_id
         self._observe(result, ctx)
         if tid not in self._members or self.finished:
-            self.why = "not in SEER's current round"
-            return Decision.STOP
+            return _OUTSIDER
         if result.epoch >= self.epochs[self.round]:
             self._done.add(tid)
             before = self.round
             self._maybe_advance(ctx, running=tid)
             if self.round == before:
-                self.why = f"reached round {self.round}'s {self.epochs[self.round]} epochs"
-                return Decision.PAUSE
+                return Verdict.pause(
+                    f"reached round {self.round}'s {self.epochs[self.round]} epochs"
+                )
             if tid not in self._members:
-                self.why = "not among the round's survivors"
-                return Decision.STOP
+                return _NOT_KEPT
             # a survivor goes straight on into the next round, budget permitting
         if ctx.billed + ctx.workers * self._worst_next(trial, ctx) > self._budget(ctx):
             self._done.add(tid)
             self.finished = len(self._done) >= len(self._members)
-            self.why = "its next epoch would overrun the cost budget"
-            return Decision.STOP
+            return _OVER_BUDGET
         if self.round > 0:  # few trials: re-plan the parallelism at every epoch, for stragglers
             self._replan(ctx, keep_n0=True)
-        return Decision.CONTINUE
-
-    def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
-        self._ended(trial.trial_id, ctx)
+        return CONTINUE
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         self._ended(trial.trial_id, ctx)
@@ -162,9 +170,10 @@ class SEER(Policy):
                 return trial
         return None  # round 0 still short of n₀: the driver offers the next configuration
 
-    def retire(self, ctx: PolicyContext) -> list[int]:
+    def retire(self, ctx: PolicyContext) -> dict[int, str]:
         self._maybe_advance(ctx)
-        return sorted(tid for tid in self._retire if tid in ctx.paused or tid in ctx.pending)
+        waiting = sorted(tid for tid in self._retire if tid in ctx.paused or tid in ctx.pending)
+        return dict.fromkeys(waiting, self._last_reason)
 
     def allocate(self, ctx: PolicyContext) -> dict[int, int] | None:
         self._maybe_advance(ctx)
@@ -246,7 +255,7 @@ class SEER(Policy):
         if not self._first.n:
             return  # nothing observed yet: n₀ = max_configs, one worker each
         workers, budget = ctx.max_workers or ctx.workers, self._budget(ctx) - ctx.billed
-        startup = self._startup.value()
+        startup = self._startup.mean()
 
         e, trials = self.epochs[self.round], ctx.trials
         todo = [  # per member: (one-worker seconds, epochs) to this round's end, or None
@@ -302,7 +311,7 @@ class SEER(Policy):
             cur += [self._secs_to(None, 0, e[0])] * max(0, n0 - len(self._members))
         left = max((epochs for _, epochs in work), default=1)
         rounds = [(len(cur), sum(cur), max(cur, default=0.0), left)]
-        later = self._later.value(self._first.value())
+        later = self._later.mean(self._first.mean())
         for j in range(i + 1, len(e)):
             n, m = self._keep(n0, j), e[j] - e[j - 1]
             secs = lead[:n] + [later] * max(0, n - len(lead))
@@ -320,16 +329,16 @@ class SEER(Policy):
             self._first.add(secs)
         else:
             self._later.add(secs)
-            self._own.setdefault(result.trial_id, _Mean()).add(secs)
+            self._own.setdefault(result.trial_id, Sample()).add(secs)
         if result.startup > 0:
             self._startup.add(result.startup)
 
     def _secs(self, tid: int | None, epoch: int) -> float:
         """Estimated one-worker seconds of ``tid``'s epoch ``epoch`` (means: they add up)."""
         if epoch == 1:
-            return self._first.value()
+            return self._first.mean()
         own = self._own.get(tid)
-        return own.value() if own is not None else self._later.value(self._first.value())
+        return own.mean() if own is not None else self._later.mean(self._first.mean())
 
     def _secs_to(self, tid: int | None, trained: int, target: int) -> float:
         if trained >= target:
@@ -341,15 +350,15 @@ class SEER(Policy):
         """The longest the trial's next epoch may take by what was seen (start-up included
         when it starts or is resized): what the budget guard bills it for."""
         if trial.epochs == 0:
-            secs = self._first.top
+            secs = self._first.largest
         else:
             own = self._own.get(trial.trial_id)
-            secs = own.top if own is not None else max(self._later.top, self._first.top)
+            secs = own.largest if own is not None else max(self._later.largest, self._first.largest)
         k = self.ks[self.round]
         running = trial.state is TrialState.RUNNING
         restart = not running or trial.workers != k
         workers = k if running and restart else (trial.workers if running else 1)
-        return (self._startup.top if restart else 0.0) + secs / ctx.scaling(workers)
+        return (self._startup.largest if restart else 0.0) + secs / ctx.scaling(workers)
 
     def _lanes(self, ctx: PolicyContext) -> int:
         return max(1, (ctx.max_workers or ctx.workers) // self.ks[self.round])
@@ -357,18 +366,3 @@ class SEER(Policy):
     @staticmethod
     def _budget(ctx: PolicyContext) -> float:
         return math.inf if ctx.cost_budget is None else ctx.cost_budget
-
-
-class _Mean:
-    """Running mean (and largest value) of what was observed."""
-
-    __slots__ = ("total", "n", "top")
-
-    def __init__(self):
-        self.total, self.n, self.top = 0.0, 0, 0.0
-
-    def add(self, x: float) -> None:
-        self.total, self.n, self.top = self.total + x, self.n + 1, max(self.top, x)
-
-    def value(self, default: float = 0.0) -> float:
-        return self.total / self.n if self.n else default

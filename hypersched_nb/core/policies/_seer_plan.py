@@ -12,8 +12,8 @@ Example:
     >>> curve = ScalingCurve({2: 2.0, 4: 3.0, 8: 4.0})
     >>> # one round of 2 trials of 10 epochs, 100 s, on 8 workers, 60 s left: 2 workers each
     >>> # take 10 + 90/2 = 55 s; 3 would save 9 s more at 56 extra worker-seconds
-    >>> choose_parallelism(
-    ...     [(2, 200.0, 100.0, 10)], time_left=60.0, workers=8, scaling=curve, startup=0.0)
+    >>> plan_rounds(
+    ...     [(2, 200.0, 100.0, 10)], time_left=60.0, workers=8, scaling=curve, startup=0.0)[0]
     [2]
 """
 
@@ -26,7 +26,6 @@ from hypersched_nb.core.scaling import ScalingCurve
 
 __all__ = [
     "Round",
-    "choose_parallelism",
     "plan_rounds",
     "round_cost",
     "round_epochs",
@@ -72,28 +71,6 @@ def round_cost(rnd: Round, k: int, scaling: ScalingCurve, startup: float) -> flo
     return k * (n * c + total * stretch(k, epochs, scaling)) if n else 0.0
 
 
-def choose_parallelism(
-    rounds: Sequence[Round],
-    *,
-    time_left: float,
-    workers: int,
-    scaling: ScalingCurve,
-    startup: float,
-    budget: float = math.inf,
-) -> list[int]:
-    """kᵢ per round: start at 1, then add workers where they save the most time per extra
-    worker-second, until the rounds fit ``time_left`` or no addition that keeps the rounds'
-    cost within ``budget`` worker-seconds saves time."""
-    return plan_rounds(
-        rounds,
-        time_left=time_left,
-        workers=workers,
-        scaling=scaling,
-        startup=startup,
-        budget=budget,
-    )[0]
-
-
 def plan_rounds(
     rounds: Sequence[Round],
     *,
@@ -103,7 +80,10 @@ def plan_rounds(
     startup: float,
     budget: float = math.inf,
 ) -> tuple[list[int], float, float]:
-    """:func:`choose_parallelism`'s kᵢ with the plan's total time and cost."""
+    """kᵢ per round, and the plan's total time and cost: start at kᵢ = 1, then add workers
+    where they save the most time per extra worker-second, until the rounds fit
+    ``time_left`` or no addition that keeps the rounds' cost within ``budget``
+    worker-seconds saves time."""
     ks = range(1, workers + 1)
     time = [[round_time(r, k, workers, scaling, startup) for k in ks] for r in rounds]  # [i][k − 1]
     cost = [[round_cost(r, k, scaling, startup) for k in ks] for r in rounds]

@@ -39,7 +39,7 @@ Example:
     >>> from hypersched_nb.core.events import Result
     >>> from hypersched_nb.core.context import PolicyContext
     >>> from hypersched_nb.core.scaling import LINEAR
-    >>> slaq = SLAQ(max_epochs=10, slice_seconds=10.0)
+    >>> slaq = SLAQ(slice_seconds=10.0)
     >>> a, b = Trial(0, {}), Trial(1, {})
     >>> for t in (a, b): t.state = TrialState.RUNNING; t.workers = 1
     >>> ctx = PolicyContext.for_test(
@@ -61,15 +61,17 @@ import math
 import numpy as np
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
-from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._base import Policy
+from hypersched_nb.core.policies._sample import Sample
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
 __all__ = ["SLAQ", "predicted_gain"]
 
 _MAX_EXP, _HUGE = 700.0, 1e300  # float limits, so a wildly rising loss ranks last, not NaN
+_UNPLANNED = Verdict.pause("no worker in SLAQ's plan for the next slice")
 
 
 def _predicted_gains(loss, prev, drop, epochs, norm_floor: float):
@@ -144,15 +146,10 @@ class SLAQ(Policy):
     def __init__(
         self,
         *,
-        max_epochs: int = 100,
-        min_epochs: int = 1,
-        eta: float = 4,
-        seed: int | None = None,
         slice_seconds: float | None = None,
         norm_floor: float = 1e-9,
         max_workers_per_trial: int | None = None,
     ):
-        check_budget(max_epochs, min_epochs, eta)
         if slice_seconds is not None and not slice_seconds > 0:
             raise ConfigError(f"`slice_seconds` is {slice_seconds}, but must be > 0 or None")
         if not norm_floor > 0:
@@ -161,28 +158,24 @@ class SLAQ(Policy):
             raise ConfigError(
                 f"`max_workers_per_trial` is {max_workers_per_trial}, but must be >= 1 or None"
             )
-        self.max_epochs = max_epochs
         self.slice_seconds = slice_seconds
         self.norm_floor = norm_floor
         self.max_workers_per_trial = max_workers_per_trial
         self._jobs = _Jobs()  # trials with two reports or more
         self._first: dict[int, tuple[float, float]] = {}  # one report: (loss, seconds)
-        self._startup_sum, self._startups = 0.0, 0
+        self._startups = Sample()  # observed start-up seconds
         self._version = 0  # bumped when a trial arrives, is first ranked or ends
         self._cache: tuple[tuple, dict[int, int]] | None = None
         self._plan_until = -math.inf  # the current scheduling epoch ends then
 
     # ------------------------------------------------------------------ hooks
 
-    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Decision:
+    def on_trial_result(self, trial: Trial, result: Result, ctx: PolicyContext) -> Verdict:
         tid, jobs = trial.trial_id, self._jobs
         loss = 1.0 - result.metric if ctx.mode == "max" else result.metric
         secs = result.seconds * ctx.scaling(result.workers)
         if result.startup > 0:
-            self._startup_sum, self._startups = (
-                self._startup_sum + result.startup,
-                self._startups + 1,
-            )
+            self._startups.add(result.startup)
         i = jobs.slot.get(tid)
         if i is None and tid not in self._first:
             self._first[tid] = (loss, secs)
@@ -197,18 +190,14 @@ class SLAQ(Policy):
             d[jobs.LOSS, i], d[jobs.SECS, i] = loss, secs
         plan = self.plan(ctx)
         if i is None:
-            return Decision.CONTINUE  # one report: no extrapolation yet
+            return CONTINUE  # one report: no extrapolation yet
         if tid not in plan and self._someone_waits(plan, ctx):
-            self.why = "no worker in SLAQ's plan for the next slice"
-            return Decision.PAUSE
-        return Decision.CONTINUE
+            return _UNPLANNED
+        return CONTINUE
 
     def on_trial_add(self, trial: Trial, ctx: PolicyContext) -> None:
         self._version += 1
         self.plan(ctx)
-
-    def on_trial_complete(self, trial: Trial, ctx: PolicyContext) -> None:
-        self._forget(trial.trial_id, ctx)
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         self._forget(trial.trial_id, ctx)
@@ -258,7 +247,7 @@ class SLAQ(Policy):
         slots, ids = jobs.live()
         loss, prev, drop, secs = jobs.data[:, slots]
         slice_s = self.slice_seconds or float(np.median(secs))
-        startup = self._startup_sum / self._startups if self._startups else 0.0
+        startup = self._startups.mean()
         cap = min(spare, self.max_workers_per_trial or spare)
         now = np.zeros(len(ids), dtype=int)
         for tid, trial in ctx.running.items():  # few: find their positions among the slots
@@ -291,7 +280,7 @@ class SLAQ(Policy):
                 heapq.heappush(heap, (-float(marginal[alloc[j], j]), int(ids[j]), j))
             if not heap:
                 break
-        planned = sorted((-a, int(tid)) for tid, a in zip(ids, alloc) if a)
+        planned = sorted((-a, int(tid)) for tid, a in zip(ids, alloc, strict=True) if a)
         return {tid: -a for a, tid in planned}, slice_s
 
     def _gains(self, a, loss, prev, drop, secs, now, slice_s, startup, ctx) -> np.ndarray:

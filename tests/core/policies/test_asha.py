@@ -53,7 +53,7 @@ class Run:
         trial.scores.append(reward if self.ctx.mode == "max" else -reward)
         return self.policy.on_trial_result(
             trial, Result(trial.trial_id, t, reward, 0.0, 1.0, 1), self.ctx
-        )
+        ).decision
 
     def complete(self, name: str, t: float, reward: float) -> None:
         trial = self.trials[name]

@@ -1,9 +1,7 @@
-"""Every registered policy keeps the policy contract (hypersched_nb.testing.policy_suite).
+"""Every registered policy keeps the policy contract (hypersched_nb.testing.pytest_policies).
 
 One ``PolicyContract`` subclass per name in ``hypersched_nb.core.policies.names()``, built
-here so that a newly registered policy is checked without editing this file. A policy whose
-module does not exist yet is skipped with "module not written yet"; as soon as the module
-exists its contract runs (a module that exists but fails to import is an error, not a skip).
+here so that a newly registered policy is checked without editing this file.
 """
 
 from __future__ import annotations
@@ -14,8 +12,9 @@ import sys
 
 import pytest
 
-from hypersched_nb.core.policies import names
-from hypersched_nb.testing.policy_suite import PolicyContract, written_policies
+from hypersched_nb.core.policies import create, names
+from hypersched_nb.errors import ConfigError
+from hypersched_nb.testing.pytest_policies import PolicyContract
 
 #: a policy's own keywords for the contract's small traces, if its defaults do not fit
 PARAMS: dict[str, dict] = {}
@@ -29,8 +28,6 @@ for _name in names():
     _cls = type(
         _class_name(_name), (PolicyContract,), {"policy": _name, "params": PARAMS.get(_name, {})}
     )
-    if _name not in written_policies():
-        _cls = pytest.mark.skip(reason="module not written yet")(_cls)
     globals()[_cls.__name__] = _cls
 del _name, _cls
 
@@ -44,16 +41,36 @@ def test_every_registered_policy_has_a_contract_class():
     ) == sorted(names())
 
 
+def test_create_gives_each_policy_only_the_budget_it_takes():
+    budget = {"max_epochs": 12, "min_epochs": 2, "eta": 3, "seed": 1}
+    # a policy without rungs, randomness or a use for R takes none of it
+    assert repr(create("fifo", **budget)) == "FIFO()"
+    # one with rungs takes R, r and η; ASHA's bracket sampling takes the seed too
+    asha = create("asha", **budget)
+    assert (asha.max_epochs, asha.min_epochs, asha.eta) == (12, 2, 3)
+    hb = create("hyperband", **budget)  # no seed: its brackets are filled in order
+    assert (hb.max_epochs, hb.min_epochs, hb.eta) == (12, 2, 3)
+    # a policy's own settings go with the budget
+    assert create("rr", **budget, slice_epochs=3).slice_epochs == 3
+
+
+def test_create_refuses_a_setting_the_policy_does_not_have_in_one_line():
+    with pytest.raises(ConfigError) as info:
+        create("rr", max_epochs=12, boundary=2)
+    assert str(info.value) == "policy 'rr' has no setting `boundary` (its settings: slice_epochs)"
+
+
 _ROWS = """
 import json, sys
-from hypersched_nb.testing.policy_suite import SCENARIOS, scenario_trace
+from hypersched_nb.testing.pytest_policies import SCENARIOS, scenario_trace
 from hypersched_nb.experiment.simulate import SimSettings, simulate
 s = SCENARIOS[1]
 out = {}
 for name in sys.argv[1:]:
-    row = simulate(scenario_trace(s.mode), name, s.deadline, s.seed,
+    sim = simulate(scenario_trace(s.mode), name, s.deadline, s.seed,
                    SimSettings(workers=s.workers, configs=s.configs, max_epochs=16, eta=2), journal=True)
-    out[name] = [row["best"], row["trials_started"], row["worker_seconds_busy"], row["_outcome"].journal]
+    out[name] = [sim.record.best, sim.record.trials_started, sim.record.worker_seconds_busy,
+                 sim.outcome.journal]
 print(json.dumps(out))
 """
 
@@ -62,7 +79,7 @@ def test_same_seed_same_rows_in_fresh_interpreters_with_other_hash_seeds():
     env = {"PATH": "/usr/bin:/bin"}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _ROWS, *written_policies()],
+            [sys.executable, "-c", _ROWS, *names()],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -71,7 +88,7 @@ def test_same_seed_same_rows_in_fresh_interpreters_with_other_hash_seeds():
         for seed in ("1", "2")
     ]
     outputs = [proc.communicate(timeout=120) for proc in procs]
-    for proc, (_, err) in zip(procs, outputs):
+    for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err[-2000:]
     # no policy's decisions depend on string hashing or on the process
     assert json.loads(outputs[0][0]) == json.loads(outputs[1][0])

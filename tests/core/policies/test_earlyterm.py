@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import Decision, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies import create
 from hypersched_nb.core.policies._earlyterm import EarlyTerm
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
-from hypersched_nb.testing.policy_suite import trace_from_curves
+from hypersched_nb.testing.pytest_policies import trace_from_curves
 
 CONTINUE, STOP = Decision.CONTINUE, Decision.STOP
 X = np.arange(1, 9)
@@ -27,11 +27,11 @@ def trial(tid: int, metrics, mode: str = "max") -> Trial:
     return t
 
 
-def decide(et: EarlyTerm, t: Trial, ctx: PolicyContext) -> Decision:
-    decision = CONTINUE
+def decide(et: EarlyTerm, t: Trial, ctx: PolicyContext) -> Verdict:
+    """Feed the trial's epochs to the policy; answer the last verdict."""
     for e, m in enumerate(t.metrics, start=1):
-        decision = et.on_trial_result(t, Result(t.trial_id, e, m, float(e), 1.0, 1), ctx)
-    return decision
+        verdict = et.on_trial_result(t, Result(t.trial_id, e, m, float(e), 1.0, 1), ctx)
+    return verdict
 
 
 def test_a_levelled_off_trial_far_below_the_best_stops():
@@ -39,7 +39,8 @@ def test_a_levelled_off_trial_far_below_the_best_stops():
     trials = {0: trial(0, 0.9 - 0.3 * X**-1.0), 1: trial(1, 0.4 - 0.2 * X**-1.5)}
     ctx = PolicyContext.for_test(trials=trials)
     # levelling off near 0.4 while another reached 0.86: no chance of beating it by R = 40
-    assert decide(et, trials[1], ctx) is STOP and "unlikely to beat the best" in et.why
+    verdict = decide(et, trials[1], ctx)
+    assert verdict.decision is STOP and "unlikely to beat the best" in verdict.reason
 
 
 def test_a_trial_on_course_to_beat_the_best_goes_on():
@@ -47,7 +48,7 @@ def test_a_trial_on_course_to_beat_the_best_goes_on():
     trials = {0: trial(0, 0.6 - 0.1 * X**-1.0), 1: trial(1, 0.95 - 0.6 * X**-0.6)}
     ctx = PolicyContext.for_test(trials=trials)
     # at 0.66 and rising steeply against a best of 0.59
-    assert decide(et, trials[1], ctx) is CONTINUE
+    assert decide(et, trials[1], ctx).decision is CONTINUE
 
 
 def test_the_leader_is_compared_with_the_others_only():
@@ -55,13 +56,13 @@ def test_the_leader_is_compared_with_the_others_only():
     trials = {0: trial(0, [0.8] * 8), 1: trial(1, 0.5 - 0.1 * X**-1.0)}
     ctx = PolicyContext.for_test(trials=trials)
     # flat at 0.8: it cannot beat its own best, but it need not
-    assert decide(et, trials[0], ctx) is CONTINUE
+    assert decide(et, trials[0], ctx).decision is CONTINUE
 
 
 def test_alone_there_is_nothing_to_beat():
     et = EarlyTerm(max_epochs=40, boundary=8, seed=0)
     trials = {0: trial(0, [0.1] * 8)}
-    assert decide(et, trials[0], PolicyContext.for_test(trials=trials)) is CONTINUE
+    assert decide(et, trials[0], PolicyContext.for_test(trials=trials)).decision is CONTINUE
 
 
 def test_a_stop_in_min_mode():
@@ -69,21 +70,25 @@ def test_a_stop_in_min_mode():
     trials = {0: trial(0, 0.1 + 0.5 * X**-1.0, "min"), 1: trial(1, 0.9 + 0.3 * X**-1.5, "min")}
     ctx = PolicyContext.for_test(trials=trials, mode="min")
     # a loss levelling off at 0.9 will not get below 0.16
-    assert decide(et, trials[1], ctx) is STOP
+    assert decide(et, trials[1], ctx).decision is STOP
     # while the leader goes on
-    assert decide(et, trials[0], ctx) is CONTINUE
+    assert decide(et, trials[0], ctx).decision is CONTINUE
 
 
 def test_only_boundaries_are_judged():
     et = EarlyTerm(max_epochs=40, boundary=8, seed=0)
     trials = {0: trial(0, [0.9] * 7), 1: trial(1, [0.1] * 7)}
     # epoch 7 is before the first boundary
-    assert decide(et, trials[1], PolicyContext.for_test(trials=trials)) is CONTINUE
+    assert decide(et, trials[1], PolicyContext.for_test(trials=trials)).decision is CONTINUE
 
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"delta": 1.5}, "`delta` is 1.5"), ({"boundary": 0}, "`boundary` is 0"), ({"bounds": "unit"}, "`bounds` is 'unit'")],
+    [
+        ({"delta": 1.5}, "`delta` is 1.5"),
+        ({"boundary": 0}, "`boundary` is 0"),
+        ({"bounds": "unit"}, "`bounds` is 'unit'"),
+    ],
 )
 def test_bad_parameters_are_refused_in_one_line(kwargs, message):
     with pytest.raises(ConfigError) as info:
@@ -98,11 +103,11 @@ def test_earlyterm_end_to_end_on_a_small_trace():
     trace = trace_from_curves(curves, seconds=5.0, startup=1.0)
     settings = SimSettings(workers=2, configs=8, max_epochs=20)
     row = simulate(trace, "earlyterm", 2000.0, 0, settings, journal=True)
-    journal = row["_outcome"].journal
+    journal = row.outcome.journal
     stopped = [e for e in journal if e["action"] == "Stop" and e["reason"].startswith("unlikely")]
     # the best curve trains to its end, and hopeless ones are cut short
-    assert row["best"] == pytest.approx(max(c[-1] for c in curves)) and stopped
+    assert row.record.best == pytest.approx(max(c[-1] for c in curves)) and stopped
     # which saves worker time against training all eight to the end
     full = simulate(trace, "random", 2000.0, 0, settings)
-    assert row["worker_seconds_busy"] < full["worker_seconds_busy"]
+    assert row.record.worker_seconds_busy < full.record.worker_seconds_busy
     assert create("earlyterm").name == "earlyterm"

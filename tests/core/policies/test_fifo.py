@@ -12,7 +12,7 @@ from hypersched_nb.core.policies._fifo import FIFO
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
-from hypersched_nb.testing.policy_suite import trace_from_curves
+from hypersched_nb.testing.pytest_policies import trace_from_curves
 
 
 def trials(*states: TrialState) -> dict[int, Trial]:
@@ -28,20 +28,20 @@ def test_registered_under_its_name():
 
 
 def test_never_pauses_even_when_many_wait():
-    fifo = FIFO(max_epochs=10)
+    fifo = FIFO()
     ts = trials(TrialState.RUNNING, *[TrialState.PENDING] * 5)
     ctx = PolicyContext.for_test(trials=ts, workers=1)
     for epoch in range(1, 10):
         ts[0].results_since_start = epoch
         # a running trial holds its worker to the end
         assert (
-            fifo.on_trial_result(ts[0], Result(0, epoch, 0.5, epoch, 1.0, 1), ctx)
+            fifo.on_trial_result(ts[0], Result(0, epoch, 0.5, epoch, 1.0, 1), ctx).decision
             is Decision.CONTINUE
         )
 
 
 def test_serves_the_oldest_offer_and_resumes_a_lost_trial_first():
-    fifo = FIFO(max_epochs=10)
+    fifo = FIFO()
     ts = trials(TrialState.TERMINATED, TrialState.PENDING, TrialState.PENDING)
     assert fifo.choose_trial_to_run(PolicyContext.for_test(trials=ts)) is ts[1]  # first offered
     ts[2].state = TrialState.PAUSED  # its worker was lost
@@ -54,15 +54,19 @@ def test_serves_the_oldest_offer_and_resumes_a_lost_trial_first():
     )  # nothing waits: ask for an offer
 
 
-def test_checks_the_shared_budget():
+def test_takes_no_budget_but_a_search_with_a_bad_one_is_refused():
+    # every trial trains to the search's R: nothing to set
+    with pytest.raises(TypeError):
+        FIFO(max_epochs=10)
+    # built by name for a search, the search's budget is still checked
     with pytest.raises(ConfigError, match="`eta` is 1, but must be > 1"):
-        FIFO(eta=1)
+        create("fifo", max_epochs=10, eta=1)
 
 
 def test_simulated_trials_run_one_after_another_to_the_end():
     trace = trace_from_curves([[0.1, 0.2, 0.3], [0.4, 0.5, 0.6], [0.2, 0.3, 0.9]], seconds=10.0)
     row = simulate(trace, "fifo", 1_000, 0, SimSettings(workers=1, configs=3), journal=True)
-    actions = [(e["action"], e["trial"]) for e in row["_outcome"].journal]
+    actions = [(e["action"], e["trial"]) for e in row.outcome.journal]
     # one worker: start, complete, start the next, ... in the order offered
     assert actions == [
         ("Start", 0),
@@ -72,5 +76,7 @@ def test_simulated_trials_run_one_after_another_to_the_end():
         ("Start", 2),
         ("Complete", 2),
     ]
-    assert row["best"] == 0.9  # every configuration reached its last epoch
-    assert row["worker_seconds_busy"] == pytest.approx(90.0)  # 3 × 3 epochs of 10 s, no start-up
+    assert row.record.best == 0.9  # every configuration reached its last epoch
+    assert row.record.worker_seconds_busy == pytest.approx(
+        90.0
+    )  # 3 × 3 epochs of 10 s, no start-up

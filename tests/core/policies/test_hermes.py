@@ -12,7 +12,7 @@ from hypersched_nb.core.policies._hermes import Hermes, convergence_speed
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
-from hypersched_nb.testing.policy_suite import trace_from_curves
+from hypersched_nb.testing.pytest_policies import trace_from_curves
 
 CONTINUE, PAUSE = Decision.CONTINUE, Decision.PAUSE
 
@@ -44,7 +44,7 @@ class Cluster:
         trial.scores.append(metric if self.mode == "max" else -metric)
         trial.results_since_start += 1
         result = Result(trial.trial_id, trial.epochs, metric, 0.0, seconds, trial.workers)
-        decision = self.policy.on_trial_result(trial, result, self.ctx())
+        decision = self.policy.on_trial_result(trial, result, self.ctx()).decision
         if decision is PAUSE:
             trial.state, trial.workers = TrialState.PAUSED, 0
         return decision
@@ -62,7 +62,7 @@ def test_speed_is_normalised_improvement_per_gpu_second():
 
 
 def test_a_slower_running_trial_is_preempted_for_a_faster_paused_one():
-    hermes = Hermes(max_epochs=10)
+    hermes = Hermes()
     c = Cluster(hermes, workers=2)
     a, b, slow_start = (
         c.add(TrialState.RUNNING),
@@ -86,7 +86,7 @@ def test_a_slower_running_trial_is_preempted_for_a_faster_paused_one():
 
 
 def test_nobody_is_paused_when_nobody_better_waits():
-    c = Cluster(Hermes(max_epochs=10), workers=2)
+    c = Cluster(Hermes(), workers=2)
     a, b = c.add(TrialState.RUNNING), c.add(TrialState.RUNNING)
     for m in (0.2, 0.3, 0.35):
         assert c.report(a, m) is CONTINUE  # two trials on two workers: keep both busy
@@ -94,7 +94,7 @@ def test_nobody_is_paused_when_nobody_better_waits():
 
 
 def test_new_trials_are_probed_first_in_min_mode_too():
-    c = Cluster(Hermes(max_epochs=10), workers=1, mode="min", offers_left=True)
+    c = Cluster(Hermes(), workers=1, mode="min", offers_left=True)
     t = c.add(TrialState.RUNNING)
     assert c.report(t, 2.0) is CONTINUE  # baseline loss: never preempted before a slice
     assert c.report(t, 1.0) is PAUSE  # ranked, and configurations still to be offered wait
@@ -102,7 +102,7 @@ def test_new_trials_are_probed_first_in_min_mode_too():
 
 
 def test_longer_slices_preempt_only_at_their_end():
-    c = Cluster(Hermes(max_epochs=20, slice_epochs=2), workers=1, offers_left=True)
+    c = Cluster(Hermes(slice_epochs=2), workers=1, offers_left=True)
     t = c.add(TrialState.RUNNING)
     # baseline + one slice of 2 epochs before it is ranked
     assert [c.report(t, m) for m in (0.1, 0.2, 0.3)] == [CONTINUE, CONTINUE, PAUSE]
@@ -111,7 +111,7 @@ def test_longer_slices_preempt_only_at_their_end():
 
 
 def test_choose_serves_new_configurations_before_paused_ones():
-    c = Cluster(Hermes(max_epochs=10), workers=1, offers_left=True)
+    c = Cluster(Hermes(), workers=1, offers_left=True)
     paused = c.add(TrialState.RUNNING)
     c.report(paused, 0.1)
     c.report(paused, 0.5)
@@ -133,9 +133,9 @@ def test_simulated_fast_converger_finishes_first():
     settings = SimSettings(workers=1, configs=3, target=0.9)
     hermes = simulate(trace, "hermes", 1_000, 0, settings, journal=True)
     rr = simulate(trace, "rr", 1_000, 0, settings)
-    completed = [e["trial"] for e in hermes["_outcome"].journal if e["action"] == "Complete"]
-    driver = hermes["_driver"]
+    completed = [e["trial"] for e in hermes.outcome.journal if e["action"] == "Complete"]
+    driver = hermes.driver
     assert driver.trials[completed[0]].config["index"] == 1  # the fast converger ends first
     # probes: 3 trials × 2 epochs, then the fast one's 4 remaining epochs, 10 s each
-    assert hermes["time_to_target"] == pytest.approx(100.0)
-    assert rr["time_to_target"] > hermes["time_to_target"]  # round-robin gets there later
+    assert hermes.record.time_to_target == pytest.approx(100.0)
+    assert rr.record.time_to_target > hermes.record.time_to_target  # round-robin gets there later

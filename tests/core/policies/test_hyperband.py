@@ -53,7 +53,7 @@ class Run:
         trial.state, trial.epochs = TrialState.RUNNING, epoch
         decision = self.policy.on_trial_result(
             trial, Result(trial.trial_id, epoch, metric, 0, 1, 1), self.ctx()
-        )
+        ).decision
         trial.state = {
             CONTINUE: TrialState.RUNNING,
             PAUSE: TrialState.PAUSED,
@@ -160,7 +160,7 @@ def test_last_milestone_of_the_top_bracket_stops_everyone():
 def test_paused_trials_below_the_cut_are_retired_and_the_rest_resumed():
     run = Run(HyperBand(max_epochs=4, eta=2))  # (3, 4), (3, 2), (4, 1)
     trials = run.add(10)[6:]  # the (4, 1) bracket
-    decisions = [run.result(t, 1, m) for t, m in zip(trials, [0.1, 0.9, 0.5, 0.3])]
+    decisions = [run.result(t, 1, m) for t, m in zip(trials, [0.1, 0.9, 0.5, 0.3], strict=True)]
     assert decisions == [PAUSE, PAUSE, PAUSE, STOP]  # 0.3 is in the bottom half
     assert trials[0].state is TrialState.TERMINATED  # 0.1: retired while paused
     for t in run.trials.values():  # the other brackets' pending trials start first ...
@@ -187,7 +187,9 @@ def test_a_trial_paused_below_its_milestone_is_resumed():
 def test_min_mode_keeps_the_lowest_losses():
     run = Run(HyperBand(max_epochs=4, eta=2), mode="min")
     trials = run.add(10)[6:]
-    decisions = [run.result(t, 1, loss) for t, loss in zip(trials, [0.1, 0.9, 0.5, 0.3])]
+    decisions = [
+        run.result(t, 1, loss) for t, loss in zip(trials, [0.1, 0.9, 0.5, 0.3], strict=True)
+    ]
     assert decisions == [PAUSE, PAUSE, PAUSE, CONTINUE]  # loss 0.3 is in the top half
     assert trials[1].state is TrialState.TERMINATED  # loss 0.9 retired
     assert trials[2].state is TrialState.TERMINATED  # loss 0.5 retired
@@ -263,7 +265,9 @@ def test_an_unfilled_bracket_waits_for_its_trials_to_arrive():
     run = Run(HyperBand(max_epochs=4, eta=2))  # the (4, 1) bracket holds trials 6 … 9
     run.add(9)
     a, b, c = (run.trials[t] for t in run.live(2))
-    assert [run.result(t, 1, m) for t, m in zip((a, b, c), (0.2, 0.9, 0.5))] == [PAUSE] * 3
+    assert [run.result(t, 1, m) for t, m in zip((a, b, c), (0.2, 0.9, 0.5), strict=True)] == [
+        PAUSE
+    ] * 3
     assert len(run.live(2)) == 3  # no halving while the bracket can still fill
     d = run.add()[0]
     assert run.result(d, 1, 0.1) is STOP  # full and all at the milestone: the worst stops
@@ -276,7 +280,9 @@ def test_a_bracket_that_can_no_longer_fill_halves_when_offers_run_out():
     for t in run.trials.values():
         t.state = TrialState.RUNNING  # the other brackets are busy
     a, b, c = (run.trials[t] for t in run.live(2))
-    assert [run.result(t, 1, m) for t, m in zip((a, b, c), (0.2, 0.9, 0.5))] == [PAUSE] * 3
+    assert [run.result(t, 1, m) for t, m in zip((a, b, c), (0.2, 0.9, 0.5), strict=True)] == [
+        PAUSE
+    ] * 3
     run.offers_left = False  # the driver's offers ran out
     assert run.policy.choose_trial_to_run(run.ctx()) is b  # halved: the best resumes first
     assert run.policy.next_wakeup(run.ctx()) == 0.0  # come back now: there is work to start

@@ -52,10 +52,10 @@ def test_a_trusted_rung_judges_a_trial_once_and_never_again():
         for tid, value in enumerate([0.3, 0.4, 0.5], start=10):
             report(p, trial(tid), 4, value)  # three peers: a full judgement, not a provisional one
         first = trial(0)
-        assert report(p, first, 4, 0.6) is CONTINUE
+        assert report(p, first, 4, 0.6).decision is CONTINUE
         for tid in range(1, 6):
             report(p, trial(tid), 4, 0.9)  # better peers arrive afterwards
-        p.last = report(p, first, 5, 0.55)
+        p.last = report(p, first, 5, 0.55).decision
     assert hs.last is CONTINUE  # its rung-4 value is not judged again
     assert paper.last is PAUSE  # the paper re-checks and pauses it late
 
@@ -63,23 +63,24 @@ def test_a_trusted_rung_judges_a_trial_once_and_never_again():
 def test_a_pass_with_few_peers_is_checked_once_more():
     hs = policy()
     early = trial(0)
-    assert report(hs, early, 4, 0.6) is CONTINUE  # alone at rung 4: a provisional pass
+    assert report(hs, early, 4, 0.6).decision is CONTINUE  # alone at rung 4: a provisional pass
     for tid, value in enumerate([0.7, 0.8, 0.9, 0.95], start=1):
         report(hs, trial(tid), 4, value)  # now five values: 0.6 is below their 75th percentile
-    assert report(hs, early, 5, 0.65) is PAUSE  # confirmed once: it fails
-    assert "rung 4" in hs.why
-    assert report(hs, early, 6, 0.66) is CONTINUE  # resumed later, never checked again
+    verdict = report(hs, early, 5, 0.65)
+    assert verdict.decision is PAUSE and "rung 4" in verdict.reason  # confirmed once: it fails
+    assert report(hs, early, 6, 0.66).decision is CONTINUE  # resumed later, never checked again
 
 
 def test_below_the_cutoff_of_the_peers_recorded_before_it_pauses():
     hs = policy()
     report(hs, trial(0), 4, 0.6)
-    assert report(hs, trial(1), 4, 0.5) is PAUSE  # one peer suffices, as in ASHA
-    assert report(hs, trial(2), 4, 0.7) is CONTINUE
-    assert "rung 4" in hs.why and "below cutoff" in hs.why
+    verdict = report(hs, trial(1), 4, 0.5)
+    assert verdict.decision is PAUSE  # one peer suffices, as in ASHA
+    assert "rung 4" in verdict.reason and "below cutoff" in verdict.reason
+    assert report(hs, trial(2), 4, 0.7).decision is CONTINUE
     stopper = policy(pause=False)
     report(stopper, trial(0), 4, 0.6)
-    assert report(stopper, trial(1), 4, 0.5) is STOP
+    assert report(stopper, trial(1), 4, 0.5).decision is STOP
 
 
 def test_paused_trials_are_promoted_only_when_asked():
@@ -87,7 +88,7 @@ def test_paused_trials_are_promoted_only_when_asked():
         hs = policy(promote=promote)
         report(hs, trial(0), 4, 0.9)
         late = trial(1)
-        assert report(hs, late, 4, 0.5) is PAUSE
+        assert report(hs, late, 4, 0.5).decision is PAUSE
         late.state = TrialState.PAUSED
         pending = trial(7, TrialState.PENDING)
         ctx = PolicyContext.for_test(workers=8, trials={1: late, 7: pending})
@@ -106,7 +107,7 @@ def test_the_lowest_rung_judges_no_one_while_on_probation():
     hs = policy()
     assert hs.trust.trusted == [False, True, True]  # rungs 1, 4, 16
     values = [0.9, 0.1, 0.05, 0.01]
-    assert all(report(hs, trial(t), 1, v) is CONTINUE for t, v in enumerate(values))
+    assert all(report(hs, trial(t), 1, v).decision is CONTINUE for t, v in enumerate(values))
 
 
 def test_the_lowest_rung_is_trusted_once_its_verdicts_hold_at_the_next():
@@ -117,7 +118,7 @@ def test_the_lowest_rung_is_trusted_once_its_verdicts_hold_at_the_next():
         report(hs, t, 4, 0.5 + tid / 100)  # the same order at rung 4
     assert hs.trust.trusted[0] is True  # 8 pairs, the two kept beat the six others: AUC 1
     assert hs.trust.agreement[0] == (1.0, 8)
-    assert report(hs, trial(99), 1, 0.0) is PAUSE  # rung 1 now judges
+    assert report(hs, trial(99), 1, 0.0).decision is PAUSE  # rung 1 now judges
     assert "judging from rung 1" in hs.describe(OPEN)
 
 
@@ -129,7 +130,7 @@ def test_an_inverted_lowest_rung_stays_on_probation():
         report(hs, t, 4, 1 - tid / 100)  # epoch-1 order is the reverse of epoch 4's
     assert hs.trust.trusted[0] is False
     assert hs.trust.agreement[0] == (0.0, 32)  # tested at 8, 16 and 32 pairs
-    assert report(hs, trial(99), 1, 0.0) is CONTINUE
+    assert report(hs, trial(99), 1, 0.0).decision is CONTINUE
     assert "rung 1 untrusted (keeps win 0% of 32 pairs)" in hs.describe(OPEN)
 
 
@@ -270,11 +271,11 @@ def test_while_exploiting_a_trial_below_its_cutoff_pauses_only_for_a_taker():
     slow = trial(2)
     recharging = trial(3, best=0.95, since=2)
     ctx = at(100.0, trials={2: slow, 3: recharging}, scaling=LINEAR)
-    assert report(hs, slow, 4, 0.2, ctx) is CONTINUE  # nobody could use its worker now
+    assert report(hs, slow, 4, 0.2, ctx).decision is CONTINUE  # nobody could use its worker now
     ready = trial(3, best=0.95, since=6)
     slower = trial(4)
     ctx = at(100.0, trials={4: slower, 3: ready}, scaling=LINEAR)
-    assert report(hs, slower, 4, 0.1, ctx) is PAUSE  # the leader takes the worker
+    assert report(hs, slower, 4, 0.1, ctx).decision is PAUSE  # the leader takes the worker
 
 
 def test_in_the_depth_regime_exploitation_focuses_on_the_running_top():
@@ -284,14 +285,14 @@ def test_in_the_depth_regime_exploitation_focuses_on_the_running_top():
     others = [trial(i, best=0.5 + i / 100, epochs=10) for i in range(1, 4)]
     trials = {t.trial_id: t for t in [leader, *others]}
     ctx = at(100.0, trials=trials, scaling=LINEAR)
-    assert report(hs, others[0], 11, 0.5, ctx) is PAUSE  # outside the top quarter of four
-    assert "leader" in hs.why
-    assert report(hs, leader, 21, 0.91, ctx) is CONTINUE
+    verdict = report(hs, others[0], 11, 0.5, ctx)
+    assert verdict.decision is PAUSE and "leader" in verdict.reason  # outside the top quarter
+    assert report(hs, leader, 21, 0.91, ctx).decision is CONTINUE
     exploring = at(10_000.0, trials=trials, scaling=LINEAR)
-    assert report(hs, others[1], 11, 0.51, exploring) is CONTINUE  # only while exploiting
+    assert report(hs, others[1], 11, 0.51, exploring).decision is CONTINUE  # only while exploiting
     unfocused = timed_policy(min_epochs=30, focus=False)
     unfocused.regime = lambda: "depth"
-    assert report(unfocused, others[2], 11, 0.52, ctx) is CONTINUE
+    assert report(unfocused, others[2], 11, 0.52, ctx).decision is CONTINUE
 
 
 # ------------------------------------------------------------------ configuration
@@ -348,16 +349,16 @@ SETTINGS = SimSettings(workers=4, configs=24, max_epochs=16, min_epochs=1, eta=2
 def test_end_to_end_respects_the_deadline_and_is_deterministic(deadline):
     trace = small_trace()
     rows = [simulate(trace, "hypersched", deadline, 2, SETTINGS, journal=True) for _ in range(2)]
-    journal = rows[0]["_outcome"].journal
+    journal = rows[0].outcome.journal
     assert max(entry["time"] for entry in journal) <= deadline  # nothing past the deadline
-    assert rows[0]["best"] <= rows[0]["oracle"]  # the oracle bounds it
-    assert journal == rows[1]["_outcome"].journal  # the same seed replays exactly
-    assert rows[0]["best"] == rows[1]["best"]
-    describe = rows[0]["_driver"].policy.describe(rows[0]["_driver"].context())
+    assert rows[0].record.best <= rows[0].record.oracle  # the oracle bounds it
+    assert journal == rows[1].outcome.journal  # the same seed replays exactly
+    assert rows[0].record.best == rows[1].record.best
+    describe = rows[0].driver.policy.describe(rows[0].driver.context())
     assert describe.startswith("hypersched: ") and "\n" not in describe
 
 
 def test_end_to_end_reallocates_spare_workers_near_the_deadline():
     rows = simulate(small_trace(), "hypersched", 200.0, 2, SETTINGS, journal=True)
-    actions = [entry["action"] for entry in rows["_outcome"].journal]
+    actions = [entry["action"] for entry in rows.outcome.journal]
     assert "Resize" in actions  # a leader grew once exploring was over

@@ -1,5 +1,5 @@
 """HyperSched exactly as its authors implemented it: termination, promotion, admission,
-reallocation (REFERENCES.md, "HyperSched as its authors implemented it")."""
+reallocation (the rules of ``_hypersched_paper``'s module docstring, from the authors' code)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from hypersched_nb.core.policies import create
 from hypersched_nb.core.policies._hypersched_paper import HyperSchedPaper
 from hypersched_nb.core.policies._hypersched_rules import (
     PausedQueue,
-    Rung,
-    StartupEstimate,
     grow_pays,
-    milestones,
     split_top_job,
     split_uniform,
+    startup_overhead,
+    startup_sample,
 )
+from hypersched_nb.core.policies._rungs import milestones
 from hypersched_nb.core.scaling import LINEAR, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
@@ -55,21 +55,22 @@ def test_milestones_are_r_times_eta_to_the_i_up_to_R():
     assert [r.milestone for r in policy.rungs] == [16, 4, 1]  # checked highest first
 
 
-def test_worked_example_of_the_references():
+def test_the_module_example_a_value_rechecked_below_the_median_pauses():
     policy = HyperSchedPaper(max_epochs=10, min_epochs=1, eta=2)
     a, b = trial(0), trial(1)
-    assert report(policy, a, 1, 0.5) is CONTINUE  # nothing recorded before it
-    assert report(policy, b, 1, 0.9) is CONTINUE  # one value recorded: no cutoff yet
-    assert report(policy, a, 2, 0.6) is PAUSE  # rung 1 re-checked: 0.5 < median(0.5, 0.9)
-    assert "rung 1" in policy.why and "re-checked" in policy.why
+    assert report(policy, a, 1, 0.5).decision is CONTINUE  # nothing recorded before it
+    assert report(policy, b, 1, 0.9).decision is CONTINUE  # one value recorded: no cutoff yet
+    verdict = report(policy, a, 2, 0.6)
+    assert verdict.decision is PAUSE  # rung 1 re-checked: 0.5 < median(0.5, 0.9)
+    assert "rung 1" in verdict.reason and "re-checked" in verdict.reason
 
 
 def test_a_cutoff_needs_two_recorded_values_and_excludes_the_newcomer():
     policy = HyperSchedPaper(max_epochs=10, min_epochs=1, eta=2)
-    assert report(policy, trial(0), 1, 0.9) is CONTINUE
-    assert report(policy, trial(1), 1, 0.1) is CONTINUE  # one peer: no cutoff
-    assert report(policy, trial(2), 1, 0.45) is PAUSE  # median(0.9, 0.1) = 0.5
-    assert report(policy, trial(3), 1, 0.5) is CONTINUE  # median(0.9, 0.1, 0.45) = 0.45
+    assert report(policy, trial(0), 1, 0.9).decision is CONTINUE
+    assert report(policy, trial(1), 1, 0.1).decision is CONTINUE  # one peer: no cutoff
+    assert report(policy, trial(2), 1, 0.45).decision is PAUSE  # median(0.9, 0.1) = 0.5
+    assert report(policy, trial(3), 1, 0.5).decision is CONTINUE  # median(0.9, 0.1, 0.45) = 0.45
 
 
 def test_the_value_kept_at_a_rung_is_the_first_report_at_or_past_it():
@@ -78,7 +79,7 @@ def test_the_value_kept_at_a_rung_is_the_first_report_at_or_past_it():
     report(policy, a, 1, 0.2)
     report(policy, b, 1, 0.9)
     # a's later, better reports never replace its rung-1 value of 0.2
-    assert report(policy, a, 2, 0.95) is PAUSE
+    assert report(policy, a, 2, 0.95).decision is PAUSE
     assert policy.rungs[-1].recorded[0] == 0.2
     # a trial whose first report is at epoch 3 records it at rungs 1 and 2 alike
     c = trial(2)
@@ -89,11 +90,11 @@ def test_the_value_kept_at_a_rung_is_the_first_report_at_or_past_it():
 def test_every_passed_rung_is_rechecked_on_every_result():
     policy = HyperSchedPaper(max_epochs=16, min_epochs=1, eta=2)
     a = trial(0)
-    assert report(policy, a, 1, 0.5) is CONTINUE
-    assert report(policy, a, 2, 0.6) is CONTINUE  # alone at rungs 1 and 2
+    assert report(policy, a, 1, 0.5).decision is CONTINUE
+    assert report(policy, a, 2, 0.6).decision is CONTINUE  # alone at rungs 1 and 2
     for tid, value in enumerate([0.8, 0.9, 0.95], start=1):
         report(policy, trial(tid), 1, value)  # newcomers raise the rung-1 cutoff
-    assert report(policy, a, 3, 0.99) is PAUSE  # judged again at rung 1 on a later epoch
+    assert report(policy, a, 3, 0.99).decision is PAUSE  # judged again at rung 1 on a later epoch
 
 
 def test_stop_instead_of_pause_when_pausing_is_off():
@@ -101,7 +102,7 @@ def test_stop_instead_of_pause_when_pausing_is_off():
     a, b = trial(0), trial(1)
     report(policy, a, 1, 0.5)
     report(policy, b, 1, 0.9)
-    assert report(policy, a, 2, 0.6) is STOP
+    assert report(policy, a, 2, 0.6).decision is STOP
 
 
 def test_min_mode_turns_the_metric_around():
@@ -109,27 +110,15 @@ def test_min_mode_turns_the_metric_around():
     ctx = PolicyContext.for_test(mode="min")
     report(policy, trial(0), 1, 0.1, ctx)  # a low loss
     report(policy, trial(1), 1, 0.9, ctx)
-    assert report(policy, trial(2), 1, 0.8, ctx) is PAUSE  # -0.8 < median(-0.1, -0.9)
+    assert report(policy, trial(2), 1, 0.8, ctx).decision is PAUSE  # -0.8 < median(-0.1, -0.9)
 
 
-def test_rung_cutoff_is_numpys_percentile_of_the_kept_values():
-    rng = np.random.default_rng(0)
-    rung = Rung(1, eta=4, min_count=2)
-    assert rung.cutoff() is None
-    values = rng.normal(size=50)
-    for tid, value in enumerate(values):
-        rung.record(tid, value)
-        rung.record(tid, value + 10)  # a later report never replaces the kept value
-    assert rung.cutoff() == pytest.approx(np.percentile(values, 75))
-    assert rung.spread() == pytest.approx(np.percentile(values, 75) - np.median(values))
-
-
-def test_startup_estimate_is_numpys_percentile_and_follows_a_growing_list():
-    estimate, seen = StartupEstimate(90), []
-    assert estimate(seen) == 0.0  # nothing observed yet
+def test_the_startup_overhead_is_numpys_percentile_of_a_growing_list():
+    sample, seen = startup_sample(90), []
+    assert startup_overhead(sample, seen) == 0.0  # nothing observed yet
     for x in [20.0, 3.0, 50.0, 7.0, 11.0]:
         seen.append(x)
-        assert estimate(seen) == pytest.approx(np.percentile(seen, 90))
+        assert startup_overhead(sample, seen) == pytest.approx(np.percentile(seen, 90))
 
 
 def test_paused_queue_serves_the_best_still_paused_trial_of_a_rung():
@@ -152,7 +141,7 @@ def test_a_paused_trial_is_promoted_when_it_enters_the_top_of_its_rung():
     a, b, c, d = trial(0), trial(1), trial(2), trial(3)
     report(policy, a, 1, 0.5)
     report(policy, b, 1, 0.9)
-    assert report(policy, a, 2, 0.6) is PAUSE
+    assert report(policy, a, 2, 0.6).decision is PAUSE
     a.state = TrialState.PAUSED
     pending = trial(9, TrialState.PENDING)
     ctx = PolicyContext.for_test(workers=4, trials={0: a, 1: b, 9: pending})
@@ -332,7 +321,9 @@ def small_trace(n=24, epochs=12, seed=3):
     metrics, seconds = {}, {}
     for c in range(n):
         top, rate = rng.uniform(0.5, 0.95), rng.uniform(0.1, 1.0)
-        metrics[c] = top * (1 - np.exp(-rate * np.arange(1, epochs + 1))) + rng.normal(0, 0.01, epochs)
+        metrics[c] = top * (1 - np.exp(-rate * np.arange(1, epochs + 1))) + rng.normal(
+            0, 0.01, epochs
+        )
         seconds[c] = np.full(epochs, rng.uniform(8, 12))
     return Trace(
         name="small", ids=tuple(range(n)), metrics=metrics, seconds=seconds,
@@ -347,12 +338,10 @@ SETTINGS = SimSettings(workers=4, configs=16, max_epochs=12, min_epochs=1, eta=2
 def test_end_to_end_respects_the_deadline_and_is_deterministic():
     trace = small_trace()
     rows = [simulate(trace, "hypersched-paper", 120.0, 1, SETTINGS, journal=True) for _ in range(2)]
-    journal = rows[0]["_outcome"].journal
+    journal = rows[0].outcome.journal
     assert max(entry["time"] for entry in journal) <= 120.0  # nothing past the deadline
-    assert rows[0]["best"] <= rows[0]["oracle"]  # the oracle bounds it
-    assert journal == rows[1]["_outcome"].journal  # same seed, same search
-    assert {k: rows[0][k] for k in ("best", "trials_started", "worker_seconds_busy")} == {
-        k: rows[1][k] for k in ("best", "trials_started", "worker_seconds_busy")
-    }
+    assert rows[0].record.best <= rows[0].record.oracle  # the oracle bounds it
+    assert journal == rows[1].outcome.journal  # same seed, same search
+    assert rows[0].record == rows[1].record
     started = {entry["trial"] for entry in journal if entry["action"] == "Start"}
-    assert all(TRACE_KEY in rows[0]["_driver"].trials[t].config for t in started)
+    assert all(TRACE_KEY in rows[0].driver.trials[t].config for t in started)

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.decisions import Decision
+from hypersched_nb.core.decisions import Decision, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies import create
 from hypersched_nb.core.policies._pop import POP
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
-from hypersched_nb.testing.policy_suite import trace_from_curves
+from hypersched_nb.testing.pytest_policies import trace_from_curves
 
 CONTINUE, PAUSE, STOP = Decision.CONTINUE, Decision.PAUSE, Decision.STOP
 
@@ -33,12 +33,11 @@ def trial(tid: int, metrics, state=TrialState.RUNNING, mode: str = "max") -> Tri
     return t
 
 
-def report(pop: POP, t: Trial, ctx: PolicyContext, seconds: float = 10.0) -> Decision:
-    """Feed the trial's epochs to the policy; answer the last decision."""
-    decision = CONTINUE
+def report(pop: POP, t: Trial, ctx: PolicyContext, seconds: float = 10.0) -> Verdict:
+    """Feed the trial's epochs to the policy; answer the last verdict."""
     for e, m in enumerate(t.metrics, start=1):
-        decision = pop.on_trial_result(t, Result(t.trial_id, e, m, 10.0 * e, seconds, 1), ctx)
-    return decision
+        verdict = pop.on_trial_result(t, Result(t.trial_id, e, m, 10.0 * e, seconds, 1), ctx)
+    return verdict
 
 
 # ---------------------------------------------------------------------- the threshold p*
@@ -74,13 +73,16 @@ def test_promising_continue_opportunistic_yield_poor_stop():
     # with S = 4 and p = 0.9, 0.6, 0.2: min(S·p, N) = 1, 2, 0.8, so p* = 0.6 and two slots;
     # the third yields its slot to a new configuration (explore_share = 1: every turn goes
     # to one while any remain); p = 0.01 < 0.05 is Poor
-    assert [report(pop, trials[i], ctx) for i in range(4)] == [CONTINUE, CONTINUE, PAUSE, STOP]
+    verdicts = [report(pop, trials[i], ctx) for i in range(4)]
+    assert [v.decision for v in verdicts] == [CONTINUE, CONTINUE, PAUSE, STOP]
     assert pop._p_star == 0.6 and pop._dedicated == [0, 1]
-    assert "poor" in pop.why
+    assert "poor" in verdicts[3].reason
 
 
 def test_a_freed_slot_resumes_a_promising_trial_before_anything_new():
-    pop = with_confidence(POP(max_epochs=40, boundary=4, y_target=0.95, seed=0), {0: 0.9, 1: 0.6, 2: 0.2})
+    pop = with_confidence(
+        POP(max_epochs=40, boundary=4, y_target=0.95, seed=0), {0: 0.9, 1: 0.6, 2: 0.2}
+    )
     trials = {i: trial(i, [0.3, 0.4, 0.5, 0.55]) for i in range(3)}
     ctx = PolicyContext.for_test(trials=trials, workers=4, deadline=1e6)
     for i in range(3):
@@ -95,7 +97,9 @@ def test_a_freed_slot_resumes_a_promising_trial_before_anything_new():
 
 
 def test_a_free_slot_alternates_between_paused_and_new_trials():
-    pop = with_confidence(POP(max_epochs=40, boundary=4, y_target=0.95, explore_share=0.5, seed=0), {0: 0.9, 1: 0.2})
+    pop = with_confidence(
+        POP(max_epochs=40, boundary=4, y_target=0.95, explore_share=0.5, seed=0), {0: 0.9, 1: 0.2}
+    )
     trials = {0: trial(0, [0.5] * 4), 1: trial(1, [0.3] * 4, state=TrialState.PAUSED)}
     trials[2] = Trial(2, {})
     ctx = PolicyContext.for_test(trials=trials, workers=2, deadline=1e6)
@@ -108,15 +112,17 @@ def test_a_free_slot_alternates_between_paused_and_new_trials():
 
 
 def test_an_opportunistic_trial_alone_in_the_queue_keeps_its_turns_then_yields():
-    pop = with_confidence(POP(max_epochs=40, boundary=4, y_target=0.95, explore_share=0.5, seed=0), {0: 0.9, 1: 0.2})
+    pop = with_confidence(
+        POP(max_epochs=40, boundary=4, y_target=0.95, explore_share=0.5, seed=0), {0: 0.9, 1: 0.2}
+    )
     trials = {0: trial(0, [0.5] * 4), 1: trial(1, [0.3] * 12)}
     ctx = PolicyContext.for_test(trials=trials, workers=2, deadline=1e6)
     report(pop, trials[0], ctx)  # S = 2: p = 0.9 holds the one dedicated slot
     t, decisions = trials[1], []
     for e in range(1, 13):
-        decision = pop.on_trial_result(t, Result(1, e, t.metrics[e - 1], 10.0 * e, 10.0, 1), ctx)
+        verdict = pop.on_trial_result(t, Result(1, e, t.metrics[e - 1], 10.0 * e, 10.0, 1), ctx)
         if e % 4 == 0:
-            decisions.append(decision)
+            decisions.append(verdict.decision)
     # turns so far: 2 new starts; it keeps turns 3 and 4, then 2 of 4 is half: a new one's turn
     assert decisions == [CONTINUE, CONTINUE, PAUSE]
 
@@ -126,7 +132,7 @@ def test_an_opportunistic_trial_goes_on_when_nobody_waits():
     trials = {i: trial(i, [0.3, 0.4, 0.5, 0.55]) for i in range(2)}
     ctx = PolicyContext.for_test(trials=trials, workers=1, deadline=1e6, offers_left=False)
     # one worker: p* = 0.9 holds the only slot, but nothing else waits for trial 1's
-    assert [report(pop, trials[i], ctx) for i in range(2)] == [CONTINUE, CONTINUE]
+    assert [report(pop, trials[i], ctx).decision for i in range(2)] == [CONTINUE, CONTINUE]
 
 
 def test_a_trial_that_reached_the_target_is_not_stopped_as_poor():
@@ -134,7 +140,7 @@ def test_a_trial_that_reached_the_target_is_not_stopped_as_poor():
     trials = {0: trial(0, [0.3, 0.4, 0.5, 0.55])}
     ctx = PolicyContext.for_test(trials=trials, workers=1, deadline=1e6, offers_left=False)
     # p = 0 of reaching 0.5 again, but it is there already
-    assert report(pop, trials[0], ctx) is CONTINUE
+    assert report(pop, trials[0], ctx).decision is CONTINUE
 
 
 # ---------------------------------------------------------------------- targets and kills
@@ -155,17 +161,25 @@ def test_a_kill_threshold_stops_a_non_learner():
     trials = {0: trial(0, [0.1, 0.12, 0.11, 0.12])}
     ctx = PolicyContext.for_test(trials=trials, workers=1, deadline=1e6)
     # HyperDrive's 15 % for 10-class accuracy: never above chance plus a margin
-    assert report(pop, trials[0], ctx) is STOP and "non-learner" in pop.why
+    verdict = report(pop, trials[0], ctx)
+    assert verdict.decision is STOP and "non-learner" in verdict.reason
 
 
 def test_the_relative_kill_threshold_starts_from_the_worst_first_epoch():
-    pop = with_confidence(POP(max_epochs=40, boundary=4, kill_threshold="relative", kill_margin=0.05, seed=0), {0: 0.5, 1: 0.5, 2: 0.5})
-    trials = {0: trial(0, [0.1, 0.3, 0.6, 0.9]), 1: trial(1, [0.1, 0.12, 0.13, 0.13]), 2: trial(2, [0.2, 0.2, 0.2, 0.15])}
+    pop = with_confidence(
+        POP(max_epochs=40, boundary=4, kill_threshold="relative", kill_margin=0.05, seed=0),
+        {0: 0.5, 1: 0.5, 2: 0.5},
+    )
+    trials = {
+        0: trial(0, [0.1, 0.3, 0.6, 0.9]),
+        1: trial(1, [0.1, 0.12, 0.13, 0.13]),
+        2: trial(2, [0.2, 0.2, 0.2, 0.15]),
+    }
     ctx = PolicyContext.for_test(trials=trials, workers=3, deadline=1e6)
     # chance 0.1 (worst first epoch), best 0.9: the line is 0.1 + 0.05 × 0.8 = 0.14
-    assert report(pop, trials[1], ctx) is STOP
+    assert report(pop, trials[1], ctx).decision is STOP
     # best 0.2 > 0.14: a learner, however slow
-    assert report(pop, trials[2], ctx) is not STOP
+    assert report(pop, trials[2], ctx).decision is not STOP
 
 
 def test_no_time_left_for_an_epoch_means_no_chance():
@@ -173,7 +187,8 @@ def test_no_time_left_for_an_epoch_means_no_chance():
     trials = {0: trial(0, [0.3, 0.5, 0.6, 0.65])}
     ctx = PolicyContext.for_test(trials=trials, workers=1, now=40.0, deadline=45.0)
     # epochs take 10 s and 5 s are left: the horizon is empty, p = 0 < 0.05
-    assert report(pop, trials[0], ctx, seconds=10.0) is STOP and "p=0.000" in pop.why
+    verdict = report(pop, trials[0], ctx, seconds=10.0)
+    assert verdict.decision is STOP and "p=0.000" in verdict.reason
 
 
 def test_with_the_curve_model_a_hopeless_trial_stops_and_a_rising_one_goes_on():
@@ -181,10 +196,12 @@ def test_with_the_curve_model_a_hopeless_trial_stops_and_a_rising_one_goes_on():
     x = np.arange(1, 9)
     flat = trial(0, list(0.3 + 0.01 * np.sin(x)))
     rising = trial(1, list(0.92 - 0.6 * x**-0.9))
-    ctx = PolicyContext.for_test(trials={0: flat, 1: rising}, workers=2, deadline=1e6, offers_left=False)
+    ctx = PolicyContext.for_test(
+        trials={0: flat, 1: rising}, workers=2, deadline=1e6, offers_left=False
+    )
     # 0.3 and level cannot reach 0.85 in 32 epochs; 0.84 and rising will
-    assert report(pop, flat, ctx) is STOP
-    assert report(pop, rising, ctx) is CONTINUE and pop._p[1] > 0.5
+    assert report(pop, flat, ctx).decision is STOP
+    assert report(pop, rising, ctx).decision is CONTINUE and pop._p[1] > 0.5
 
 
 @pytest.mark.parametrize(
@@ -195,7 +212,7 @@ def test_with_the_curve_model_a_hopeless_trial_stops_and_a_rising_one_goes_on():
         ({"explore_share": -0.1}, "`explore_share` is -0.1"),
         ({"slots_per_trial": 0}, "`slots_per_trial` is 0"),
         ({"kill_threshold": "chance"}, "`kill_threshold` is 'chance'"),
-        ({"eta": 1}, "`eta` is 1"),
+        ({"min_epochs": 0}, "`min_epochs` is 0"),
     ],
 )
 def test_bad_parameters_are_refused_in_one_line(kwargs, message):
@@ -227,15 +244,15 @@ def test_pop_end_to_end_on_a_small_trace():
     trace = small_trace()
     settings = SimSettings(workers=2, configs=12, max_epochs=20, target=0.8)
     row = simulate(trace, "pop", 1500.0, 0, settings, journal=True)
-    journal = row["_outcome"].journal
+    journal = row.outcome.journal
     # low curves are stopped as poor, and some trials yield their slot for a while
     assert any(r.startswith("poor") for r in journal_reasons(journal, "Stop"))
     assert any(r.startswith("opportunistic") for r in journal_reasons(journal, "Pause"))
     # a curve that ends above 0.8 is found before the deadline
-    assert row["best"] >= 0.8 and row["time_to_target"] is not None
+    assert row.record.best >= 0.8 and row.record.time_to_target is not None
     # and sooner than training every configuration to the end, in order
     fifo = simulate(trace, "random", 1500.0, 0, settings)
-    assert row["time_to_target"] < fifo["time_to_target"]
+    assert row.record.time_to_target < fifo.record.time_to_target
 
 
 def journal_reasons(journal, action):
@@ -249,4 +266,4 @@ def test_pop_is_registered_and_deterministic():
     b = simulate(trace, "pop", 300.0, 1, settings, journal=True)
     # the registry builds it by name, and the same seed replays the same search
     assert create("pop", max_epochs=20).name == "pop"
-    assert a["_outcome"].journal == b["_outcome"].journal
+    assert a.outcome.journal == b.outcome.journal

@@ -12,7 +12,7 @@ from hypersched_nb.core.policies._rr import RoundRobin
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
-from hypersched_nb.testing.policy_suite import trace_from_curves
+from hypersched_nb.testing.pytest_policies import trace_from_curves
 
 
 def trials(*states: TrialState) -> dict[int, Trial]:
@@ -25,7 +25,8 @@ def trials(*states: TrialState) -> dict[int, Trial]:
 
 def result(rr: RoundRobin, trial: Trial, since_start: int, ctx: PolicyContext) -> Decision:
     trial.results_since_start = since_start
-    return rr.on_trial_result(trial, Result(trial.trial_id, since_start, 0.5, 1.0, 1.0, 1), ctx)
+    verdict = rr.on_trial_result(trial, Result(trial.trial_id, since_start, 0.5, 1.0, 1.0, 1), ctx)
+    return verdict.decision
 
 
 def test_registered_under_its_name():
@@ -33,7 +34,7 @@ def test_registered_under_its_name():
 
 
 def test_pauses_at_the_end_of_its_slice_only_when_others_wait():
-    rr = RoundRobin(max_epochs=10, slice_epochs=2)
+    rr = RoundRobin(slice_epochs=2)
     ts = trials(TrialState.RUNNING, TrialState.PAUSED)
     waiting = PolicyContext.for_test(trials=ts, offers_left=False)
     assert result(rr, ts[0], 1, waiting) is Decision.CONTINUE  # mid-slice
@@ -46,7 +47,7 @@ def test_pauses_at_the_end_of_its_slice_only_when_others_wait():
 
 
 def test_queue_serves_new_configurations_then_the_longest_paused():
-    rr = RoundRobin(max_epochs=10)
+    rr = RoundRobin()
     ts = trials(TrialState.PAUSED, TrialState.PAUSED, TrialState.PENDING)
     assert (
         rr.choose_trial_to_run(PolicyContext.for_test(trials=ts)) is ts[2]
@@ -68,8 +69,8 @@ def test_slice_must_be_an_epoch_or_more():
 def test_simulated_trials_take_turns():
     trace = trace_from_curves([[0.1, 0.2, 0.3]] * 3, seconds=10.0)
     row = simulate(trace, "rr", 1_000, 0, SimSettings(workers=1, configs=3), journal=True)
-    starts = [e["trial"] for e in row["_outcome"].journal if e["action"] == "Start"]
+    starts = [e["trial"] for e in row.outcome.journal if e["action"] == "Start"]
     assert starts == [0, 1, 2, 0, 1, 2, 0, 1, 2]  # one epoch each, in turn, three rounds
-    assert row["trials_started"] == 3  # resumptions are not new trials
+    assert row.record.trials_started == 3  # resumptions are not new trials
     # nine epochs of 10 s and nothing else, since this trace has no start-up cost
-    assert row["_outcome"].ended_at == pytest.approx(90.0)
+    assert row.outcome.ended_at == pytest.approx(90.0)

@@ -12,7 +12,7 @@ from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies import create
 from hypersched_nb.core.policies._seer import SEER
 from hypersched_nb.core.policies._seer_plan import (
-    choose_parallelism,
+    plan_rounds,
     round_cost,
     round_epochs,
     round_time,
@@ -22,7 +22,7 @@ from hypersched_nb.core.scaling import ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
-from hypersched_nb.testing.policy_suite import trace_from_curves
+from hypersched_nb.testing.pytest_policies import trace_from_curves
 
 CONTINUE, PAUSE, STOP = Decision.CONTINUE, Decision.PAUSE, Decision.STOP
 CURVE = ScalingCurve({2: 1.8, 4: 3.0})
@@ -50,6 +50,10 @@ def test_round_time_and_cost_by_hand():
     assert round_cost((1, 300.0, 300.0, 10), 4, CURVE, 5.0) == pytest.approx(
         4 * (10.0 + 120.0)
     )  # 2 start-ups
+
+
+def choose_parallelism(rounds, **plan) -> list[int]:
+    return plan_rounds(rounds, **plan)[0]
 
 
 def test_parallelism_choice_by_hand():
@@ -98,7 +102,7 @@ class Cluster:
             trial,
             Result(trial.trial_id, trial.epochs, metric, 0.0, 10.0, trial.workers),
             self.ctx(),
-        )
+        ).decision
         if decision is not CONTINUE:
             trial.state = TrialState.PAUSED if decision is PAUSE else TrialState.TERMINATED
             trial.workers = 0
@@ -111,7 +115,7 @@ def test_a_round_keeps_its_top_n0_over_eta_and_retires_the_rest():
     trials = [c.offer() for _ in range(4)]
     for t in trials:
         c.start(t)
-    assert [c.report(t, m) for t, m in zip(trials, [0.1, 0.9, 0.5])] == [
+    assert [c.report(t, m) for t, m in zip(trials[:3], [0.1, 0.9, 0.5], strict=True)] == [
         PAUSE
     ] * 3  # round 0 done for them
     assert c.report(trials[3], 0.3) is STOP  # the last one ends the round, third of four: out
@@ -141,7 +145,7 @@ def test_a_trial_that_would_miss_the_deadline_gets_more_workers():
     ctx = c.ctx(deadline=21.0, scaling=ScalingCurve({4: 4.0}))
     b.epochs += 1
     b.scores.append(0.85), b.metrics.append(0.85)
-    assert seer.on_trial_result(b, Result(1, 5, 0.85, 0.0, 10.0, 1), ctx) is CONTINUE
+    assert seer.on_trial_result(b, Result(1, 5, 0.85, 0.0, 10.0, 1), ctx).decision is CONTINUE
     assert seer.allocate(ctx) == {b.trial_id: 2}  # the driver resizes it at this boundary
     assert seer.cluster_size(ctx) == 2  # and the cluster holds just that
 
@@ -161,8 +165,8 @@ def uniform_trace(n: int = 16, epochs: int = 8) -> object:
 def test_simulated_search_stays_within_its_cost_budget(budget):
     settings = SimSettings(workers=4, configs=16, eta=2, cost_budget=budget)
     row = simulate(uniform_trace(), "seer", 10_000, 0, settings, policy_params={"max_configs": 16})
-    assert row["worker_seconds_billed"] <= budget  # never billed past the budget
-    assert row["trials_started"] >= 1  # and it did search
+    assert row.record.worker_seconds_billed <= budget  # never billed past the budget
+    assert row.record.trials_started >= 1  # and it did search
 
 
 def test_simulated_search_tests_fewer_configurations_on_a_smaller_budget():
@@ -172,7 +176,7 @@ def test_simulated_search_tests_fewer_configurations_on_a_smaller_budget():
         row = simulate(
             uniform_trace(), "seer", 10_000, 0, settings, policy_params={"max_configs": 16}
         )
-        started.append(row["trials_started"])
+        started.append(row.record.trials_started)
     assert started[0] < started[1] <= started[2] == 16  # a tighter budget, fewer configurations
 
 
@@ -185,11 +189,11 @@ def test_simulated_cluster_shrinks_to_what_the_rounds_need():
         SimSettings(workers=4, configs=16, eta=2),
         policy_params={"max_configs": 16},
     )
-    out = row["_outcome"]
+    out = row.outcome
     # a fixed cluster of 4 would bill 4 × the time the search ran; SEER releases idle workers
-    done_at = max(t.stopped_at for t in row["_driver"].trials.values() if t.stopped_at is not None)
-    assert row["worker_seconds_billed"] < 4 * done_at
-    assert row["best"] == pytest.approx(
+    done_at = max(t.stopped_at for t in row.driver.trials.values() if t.stopped_at is not None)
+    assert row.record.worker_seconds_billed < 4 * done_at
+    assert row.record.best == pytest.approx(
         max(uniform_trace().final_metrics())
     )  # the best survives to the end
     assert not math.isnan(out.best)

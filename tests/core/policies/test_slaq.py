@@ -15,7 +15,7 @@ from hypersched_nb.core.scaling import LINEAR
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
-from hypersched_nb.testing.policy_suite import trace_from_curves
+from hypersched_nb.testing.pytest_policies import trace_from_curves
 
 CONTINUE, PAUSE = Decision.CONTINUE, Decision.PAUSE
 
@@ -52,7 +52,7 @@ class Cluster:
         result = Result(
             trial.trial_id, trial.epochs, metric, self.now, 10.0, trial.workers, startup
         )
-        return self.policy.on_trial_result(trial, result, self.ctx())
+        return self.policy.on_trial_result(trial, result, self.ctx()).decision
 
     def history(self, trial: Trial, losses, **kw) -> Decision:
         """Report losses as accuracies (max mode) or as they are (min mode)."""
@@ -82,7 +82,7 @@ def test_allocation_computed_by_hand():
     # a: losses 0.8, 0.4, 0.2 -> gain(k) = 0.2·(1 − 0.5^k)/0.4: marginals 0.25, 0.125, 0.0625
     # b: losses 0.5, 0.4, 0.38 -> gain(k) = 0.38·(1 − 0.95^k)/0.1: marginals 0.19, 0.1805, 0.1715
     # three workers, one at a time: a (0.25), b (0.19), b (0.1805 > 0.125)
-    c = Cluster(SLAQ(max_epochs=10, slice_seconds=10.0), workers=3)
+    c = Cluster(SLAQ(slice_seconds=10.0), workers=3)
     a, b = c.add(TrialState.RUNNING), c.add(TrialState.RUNNING)
     c.history(a, [0.8, 0.4, 0.2])
     c.history(b, [0.5, 0.4, 0.38])
@@ -96,7 +96,7 @@ def test_a_change_of_allocation_pays_a_start_up_inside_the_slice(startup, expect
     # No start-up: a's 2nd worker buys 2 epochs, +0.25, more than c's first (0.9·(1 − 0.9) = 0.09).
     # A 5 s start-up: a's 2nd worker buys (10 − 5)·2/10 = 1 epoch, +0; c's first buys 0.5 epoch,
     # 0.9·(1 − 0.9^0.5) = 0.046 > 0, so the worker goes to c.
-    c = Cluster(SLAQ(max_epochs=10, slice_seconds=10.0), workers=2)
+    c = Cluster(SLAQ(slice_seconds=10.0), workers=2)
     a, paused = c.add(TrialState.RUNNING), c.add(TrialState.RUNNING)
     c.history(paused, [1.0, 0.5, 0.45], startup=startup)
     paused.state, paused.workers = TrialState.PAUSED, 0
@@ -105,7 +105,7 @@ def test_a_change_of_allocation_pays_a_start_up_inside_the_slice(startup, expect
 
 
 def test_a_trial_planned_no_worker_yields_to_one_that_is():
-    c = Cluster(SLAQ(max_epochs=10, slice_seconds=10.0), workers=1)
+    c = Cluster(SLAQ(slice_seconds=10.0), workers=1)
     good, bad = c.add(TrialState.RUNNING), c.add(TrialState.RUNNING)
     c.history(good, [0.8, 0.4])
     good.state, good.workers = TrialState.PAUSED, 0
@@ -115,7 +115,7 @@ def test_a_trial_planned_no_worker_yields_to_one_that_is():
 
 
 def test_new_trials_get_their_two_epochs_first():
-    c = Cluster(SLAQ(max_epochs=10), workers=1, offers_left=True)
+    c = Cluster(SLAQ(), workers=1, offers_left=True)
     t = c.add(TrialState.RUNNING)
     assert c.report(t, 0.3) is CONTINUE  # one report: cannot be extrapolated, keeps its worker
     assert c.report(t, 0.5) is PAUSE  # two: ranked, and new configurations still wait
@@ -129,7 +129,7 @@ def test_new_trials_get_their_two_epochs_first():
 def test_min_mode_takes_the_metric_as_the_loss():
     plans = []
     for mode in ("max", "min"):
-        c = Cluster(SLAQ(max_epochs=10, slice_seconds=10.0), workers=3, mode=mode)
+        c = Cluster(SLAQ(slice_seconds=10.0), workers=3, mode=mode)
         a, b = c.add(TrialState.RUNNING), c.add(TrialState.RUNNING)
         c.history(a, [0.8, 0.4, 0.2])
         c.history(b, [0.5, 0.4, 0.38])
@@ -154,6 +154,6 @@ def test_simulated_spare_workers_go_to_the_ranked_trials():
     ]
     trace = trace_from_curves(curves, seconds=10.0, scaling={2: 1.9, 4: 3.6})
     row = simulate(trace, "slaq", 1_000, 0, SimSettings(workers=4, configs=2), journal=True)
-    journal = row["_outcome"].journal
+    journal = row.outcome.journal
     assert any(e["action"] == "Resize" for e in journal)  # 4 workers, 2 trials: it grows them
-    assert row["best"] == 0.8  # both curves run to their end well before the deadline
+    assert row.record.best == 0.8  # both curves run to their end well before the deadline

@@ -11,9 +11,10 @@ early plateaus, late bloomers, curves that diverge to NaN, curves that stop earl
 the real :class:`~hypersched_nb.experiment.driver.Driver` on a
 :class:`~hypersched_nb.sim.runtime.SimRuntime`:
 
-- **valid decisions** — ``on_trial_result`` answers a :class:`Decision`;
-  ``choose_trial_to_run`` a PENDING or PAUSED trial or None, the same one when asked twice
-  in a row; ``retire`` ids of pending or paused trials; ``allocate`` None or whole worker
+- **valid decisions** — ``on_trial_result`` answers a :class:`Verdict` (a decision and
+  its reason); ``choose_trial_to_run`` a PENDING or PAUSED trial or None, the same one when
+  asked twice in a row; ``retire`` pending or paused trials' ids, each with a reason;
+  ``allocate`` None or whole worker
   counts >= 1 for running trials; ``next_wakeup`` None or a number; ``describe`` one line;
   and the search keeps moving (a wake-up in the past forever would spin the driver);
 - **read-only trials** — hooks never write a trial record or the driver's collections;
@@ -37,19 +38,18 @@ both are re-exported here.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import pytest
 
 from hypersched_nb.core.context import PolicyContext
-from hypersched_nb.core.policies import REGISTRY, Policy, create, names
+from hypersched_nb.core.policies import Policy, create
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.driver import Driver, Outcome
-from hypersched_nb.experiment.simulate import SimSettings, simulate
+from hypersched_nb.experiment.simulate import RunRecord, SimSettings, Simulation, simulate
 from hypersched_nb.sim.clock import VirtualClock
 from hypersched_nb.sim.oracle import oracle_best
 from hypersched_nb.sim.runtime import SimRuntime, offers
@@ -66,7 +66,6 @@ from hypersched_nb.testing.watch import (
 
 __all__ = [
     "FAMILIES",
-    "ROW_KEYS",
     "SCENARIOS",
     "ClockRead",
     "PolicyContract",
@@ -82,15 +81,7 @@ __all__ = [
     "synthetic_trace",
     "trace_from_curves",
     "watch",
-    "written_policies",
 ]
-
-
-def written_policies() -> list[str]:
-    """Registered policy names whose module exists (others are still being written)."""
-    return [
-        n for n in names() if importlib.util.find_spec(REGISTRY[n].partition(":")[0]) is not None
-    ]
 
 
 # ------------------------------------------------------------------------------ runs
@@ -138,7 +129,7 @@ class Run:
     violations: Violations
     oracle: float
     crash: BaseException | None = None
-    row: dict = field(default_factory=dict)
+    record: RunRecord | None = None  # its benchmark record, once it finished
 
 
 def run_watched(
@@ -201,41 +192,13 @@ def run_watched(
     except Exception as exc:  # noqa: BLE001 - kept for the checks to report
         run.crash = exc
         return run
-    out = run.outcome
-    run.row = {
-        "policy": name,
-        "deadline": float(scenario.deadline),
-        "seed": scenario.seed,
-        "best": out.best,
-        "oracle": oracle,
-        "trials_started": out.trials_started,
-        "time_to_target": out.time_to_target,
-        "worker_seconds_busy": out.worker_seconds_busy,
-        "worker_seconds_billed": out.worker_seconds_billed,
-    }
+    run.record = RunRecord.of(name, scenario.deadline, scenario.seed, run.outcome, oracle=oracle)
     return run
 
 
-#: the keys of a benchmark JSON row that DESIGN.md fixes
-ROW_KEYS = (
-    "policy",
-    "deadline",
-    "seed",
-    "best",
-    "oracle",
-    "trials_started",
-    "time_to_target",
-    "worker_seconds_busy",
-)
-
-
-def row_json(row: dict, keys: Sequence[str] | None = None) -> str:
-    """A benchmark row as the JSON text it is written as (private ``_`` keys dropped; only
-    ``keys`` when given)."""
-    return json.dumps(
-        {k: v for k, v in row.items() if not k.startswith("_") and (keys is None or k in keys)},
-        sort_keys=True,
-    )
+def row_json(record: RunRecord) -> str:
+    """A benchmark record as the JSON text of its row."""
+    return json.dumps(record.to_json(), sort_keys=True)
 
 
 _RUNS: dict[tuple, Run] = {}
@@ -280,14 +243,14 @@ class PolicyContract:
             _RUNS[key] = run_watched(self.policy, scenario, **args)
         return _RUNS[key]
 
-    def simulate(self, scenario: Scenario, *, fresh: bool = False) -> dict:
-        """simulate()'s row with its journal; made once per scenario unless ``fresh``."""
+    def simulate(self, scenario: Scenario, *, fresh: bool = False) -> Simulation:
+        """simulate()'s run with its journal; made once per scenario unless ``fresh``."""
         key = ("simulate", self.policy, repr(sorted(self.params.items())), scenario)
         if fresh or key not in _RUNS:
             _RUNS[key] = self._simulate(scenario)
         return _RUNS[key]
 
-    def _simulate(self, scenario: Scenario) -> dict:
+    def _simulate(self, scenario: Scenario) -> Simulation:
         settings = SimSettings(
             workers=scenario.workers,
             configs=scenario.configs,
@@ -400,24 +363,21 @@ class PolicyContract:
     def test_same_seed_same_row_and_journal(self, scenario):
         first, second = self.simulate(scenario), self.simulate(scenario, fresh=True)
         # the JSON row is byte for byte the same
-        assert row_json(first) == row_json(second)
+        assert row_json(first.record) == row_json(second.record)
         # and so is every journaled decision with its reason
-        assert first["_outcome"].journal == second["_outcome"].journal
+        assert first.outcome.journal == second.outcome.journal
         # the oracle bounds simulate()'s row too
-        if not math.isnan(first["best"]):
-            assert (
-                first["best"] <= first["oracle"]
-                if scenario.mode == "max"
-                else first["best"] >= first["oracle"]
-            )
+        best, oracle = first.record.best, first.record.oracle
+        if not math.isnan(best):
+            assert best <= oracle if scenario.mode == "max" else best >= oracle
 
     @pytest.mark.parametrize("scenario", SCENARIOS[1:4:2], ids=lambda s: s.id)
     def test_watching_changes_nothing(self, scenario):
-        run, row = self.watched(scenario), self.simulate(scenario)
+        run, sim = self.watched(scenario), self.simulate(scenario)
         self.expect_finished(run)
         # choose_trial_to_run asked twice and describe() after every result leave no trace
-        assert run.outcome.journal == row["_outcome"].journal
-        assert row_json(run.row, ROW_KEYS) == row_json(row, ROW_KEYS)
+        assert run.outcome.journal == sim.outcome.journal
+        assert row_json(run.record) == row_json(sim.record)
 
     def test_pickle_round_trip_mid_search(self):
         scenario = SCENARIOS[1]

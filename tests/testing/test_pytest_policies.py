@@ -1,8 +1,8 @@
 """The policy contract can fail: each of its checks catches a policy (or runtime) built to break it.
 
-Specified here, one deliberately broken policy per check: a decision that is not a Decision,
+Specified here, one deliberately broken policy per check: an answer that is not a Verdict,
 a choice that changes when asked twice or names a running trial, a retire or allocate that
-names the wrong trials, a wake-up that never lets time pass, a describe() of two lines, a
+names the wrong trials or gives no reason, a wake-up that never lets time pass, a describe() of two lines, a
 hook that writes a trial, a clock read, a policy that cannot be pickled or forgets its state
 when pickled; and, for the watchers themselves, a result that reaches the policy after the
 deadline and a runtime that holds what the driver does not believe.
@@ -17,22 +17,24 @@ from types import SimpleNamespace
 
 import pytest
 
-from hypersched_nb.core.decisions import Decision
-from hypersched_nb.core.events import Start
-from hypersched_nb.core.policies import REGISTRY
+from hypersched_nb.core.context import PolicyContext
+from hypersched_nb.core.decisions import CONTINUE, Verdict
+from hypersched_nb.core.events import Result, Start
+from hypersched_nb.core.policies import REGISTRY, create
 from hypersched_nb.core.policies._random import RandomFIFO
+from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.sim.clock import VirtualClock
 from hypersched_nb.sim.runtime import SimRuntime
 from hypersched_nb.sim.trace import TRACE_KEY
-from hypersched_nb.testing.policy_suite import (
+from hypersched_nb.testing.pytest_policies import (
     SCENARIOS,
     ClockRead,
     PolicyContract,
     Violations,
     WatchedRuntime,
     no_clock_reads,
-    run_watched,
     synthetic_trace,
+    watch,
 )
 
 MID = SCENARIOS[1]
@@ -65,7 +67,17 @@ class RetiresRunning(RandomFIFO):
     name = "retires-running"
 
     def retire(self, ctx):
-        return list(ctx.running)
+        return dict.fromkeys(ctx.running, "retired while running")
+
+
+class Mute(RandomFIFO):
+    name = "mute"
+
+    def retire(self, ctx):
+        return dict.fromkeys(ctx.paused, None)
+
+    def on_trial_result(self, trial, result, ctx):
+        return Verdict.pause("a turn each") if result.epoch == 1 else CONTINUE
 
 
 class AsksZero(RandomFIFO):
@@ -94,7 +106,7 @@ class Scribbler(RandomFIFO):
 
     def on_trial_result(self, trial, result, ctx):
         trial.reason = "mine"
-        return Decision.CONTINUE
+        return CONTINUE
 
 
 class ClockReader(RandomFIFO):
@@ -102,14 +114,13 @@ class ClockReader(RandomFIFO):
 
     def on_trial_result(self, trial, result, ctx):
         time.monotonic()
-        return Decision.CONTINUE
+        return CONTINUE
 
 
 class Unpicklable(RandomFIFO):
     name = "unpicklable"
 
-    def __init__(self, **kw):
-        super().__init__(**kw)
+    def __init__(self):
         self.key = lambda trial: trial.trial_id
 
 
@@ -118,13 +129,12 @@ class Forgetful(RandomFIFO):
 
     name = "forgetful"
 
-    def __init__(self, **kw):
-        super().__init__(**kw)
+    def __init__(self):
         self.seen = 0
 
     def on_trial_result(self, trial, result, ctx):
         self.seen += 1
-        return Decision.STOP if self.seen % 5 == 0 else Decision.CONTINUE
+        return Verdict.stop("every fifth") if self.seen % 5 == 0 else CONTINUE
 
     def __getstate__(self):
         return {k: v for k, v in vars(self).items() if k != "seen"} | {"seen": 0}
@@ -142,10 +152,11 @@ def register(monkeypatch):
 @pytest.mark.parametrize(
     ("cls", "complaint"),
     [
-        (Stringly, "on_trial_result returned 'CONTINUE', not a Decision"),
+        (Stringly, "on_trial_result returned 'CONTINUE', not a Verdict"),
         (Fickle, "choose_trial_to_run is not idempotent"),
         (PicksRunning, "it must be a PENDING or PAUSED trial"),
         (RetiresRunning, "in state RUNNING"),
+        (Mute, "the reason None"),
         (AsksZero, "allocate asked 0 workers for trial"),
         (Spinner, "the search is stuck"),
         (Chatty, "not one line"),
@@ -196,9 +207,14 @@ def test_the_same_policies_done_right_pass(register):
 
 
 def test_a_result_reaching_the_policy_after_the_deadline_is_caught():
-    # moving the deadline into the past at t >= 30 makes the events at hand late
-    run = run_watched("random", MID, move_deadline=(30.0, -5.0))
-    assert any("past deadline" in v for v in run.violations["deadline"])
+    # the driver drops such a result, so the watcher is handed one directly
+    violations = Violations()
+    policy = watch(create("random"), violations)
+    trial = Trial(0, {})
+    trial.state = TrialState.RUNNING
+    ctx = PolicyContext.for_test(trials={0: trial}, deadline=25.0)
+    policy.on_trial_result(trial, Result(0, 1, 0.5, 30.0, 30.0, 1), ctx)
+    assert violations["deadline"] == ["result at 30.0 reached the policy past deadline 25.0"]
 
 
 def test_a_runtime_holding_what_the_driver_does_not_believe_is_caught():

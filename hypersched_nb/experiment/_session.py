@@ -1,0 +1,149 @@
+"""The life of one search apart from what it searches: where it runs, its thread, its status.
+
+An :class:`~hypersched_nb.experiment.experiment.Experiment` owns one :class:`Session`. A
+live session starts the wall clock when the search starts, then starts (or attaches to) the
+Dask cluster and puts a ``DaskRuntime`` on it; a session given a runtime and its clock (a
+replayed trace, a test's fake) runs on those. :meth:`Session.run` runs the driver on a thread
+of its own; when the driver returns or raises, the runtime is freed and a cluster the session
+started is closed.
+
+``status`` goes created -> running -> (stopping ->) finished or failed. The user's thread
+and the driver's both change it, so it changes under one lock. The driver's thread holds
+``gate`` while it decides (see ``_observed``), the end of the search included.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+
+from hypersched_nb.errors import HyperschedError
+from hypersched_nb.experiment import _kernel_pump
+from hypersched_nb.experiment._observed import Gate
+
+__all__ = ["Launch", "Session"]
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What a live search starts its runtime with (the Experiment's own settings)."""
+
+    trainable: type
+    cluster: object  # a number of local workers, a scheduler address, a Client or None
+    checkpoint_dir: str | None  # None only where the session was given its runtime
+    metric: str
+    mode: str
+    seed: int
+
+
+class Session:
+    """Where one search runs and the thread it runs on. ``poll`` (live searches only) is the
+    longest the driver waits for the runtime at a time."""
+
+    def __init__(self, runtime=None, clock=None, *, poll: float | None = None):
+        self.runtime, self.clock = runtime, clock
+        self.live = runtime is None
+        self.poll = poll if self.live else None
+        self.status = "created"
+        self.error: BaseException | None = None
+        self.started: datetime | None = None  # when a live search started, on the wall clock
+        self.gate = Gate()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._close_cluster = None
+
+    # ------------------------------------------------------------------ starting
+
+    def open(self):
+        """The clock the search runs on; a live search's starts now."""
+        if self.status != "created":
+            raise HyperschedError(
+                f"this experiment is {self.status}; build a new Experiment to search again"
+            )
+        if self.live:
+            from hypersched_nb.runtime import WallClock
+
+            self.clock, self.started = WallClock(), datetime.now()
+        return self.clock
+
+    def run_folder(self) -> str:
+        """A fresh checkpoint folder for a live search (git ignores ``hypersched-runs``)."""
+        return os.path.join("hypersched-runs", f"{self.started:%Y%m%d-%H%M%S}-{os.getpid()}")
+
+    def connect(self, launch: Launch):
+        """The runtime: a live search's cluster is started (or attached to) here."""
+        if not self.live:
+            return self.runtime
+        from hypersched_nb.runtime import DaskRuntime, start_cluster
+
+        c = launch.cluster
+        if c is None or isinstance(c, int):
+            client, self._close_cluster = start_cluster(c)
+        elif isinstance(c, str):
+            client, self._close_cluster = start_cluster(address=c)
+        else:
+            client, self._close_cluster = start_cluster(client=c)
+        try:
+            self.runtime = DaskRuntime(
+                launch.trainable, client=client, clock=self.clock, metric=launch.metric,
+                mode=launch.mode, checkpoint_dir=launch.checkpoint_dir, seed=launch.seed,
+            )  # fmt: skip
+        except BaseException:
+            self.close()
+            raise
+        return self.runtime
+
+    def run(self, driver) -> None:
+        """Run ``driver`` on a thread of its own and return at once."""
+        self.status = "running"
+        self._thread = threading.Thread(
+            target=self._main, args=(driver,), name="hypersched-driver", daemon=True
+        )
+        self._thread.start()
+
+    def _main(self, driver) -> None:
+        self.gate.enter()
+        try:
+            driver.run()
+            with self._lock:
+                self.status = "finished"
+        except BaseException as exc:  # noqa: BLE001 - kept, and raised again by wait()
+            with self._lock:
+                self.error, self.status = exc, "failed"
+        finally:
+            self.gate.leave()
+            self.close()
+            self._done.set()
+
+    # ------------------------------------------------------------------ ending
+
+    def close(self) -> None:
+        """Free the workers and close a cluster this session started."""
+        for closer in (getattr(self.runtime, "close", None), self._close_cluster):
+            if closer is not None:
+                try:
+                    closer()
+                except Exception:  # noqa: BLE001, S110 - a failing shutdown must not hide the result
+                    pass
+
+    def stop(self, request) -> None:
+        """Call ``request`` (the driver's stop) if the search is still running."""
+        with self._lock:
+            if self.status == "running":
+                self.status = "stopping"
+                request()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._thread is None:
+            raise HyperschedError("the search has not started; call start() first")
+        over = _kernel_pump.wait(self._done, timeout)  # the dashboard's controls stay live
+        if over and self.error is not None:
+            raise self.error
+        return over
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()

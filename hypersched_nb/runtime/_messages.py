@@ -1,0 +1,133 @@
+"""What the client and the workers of the Dask runtime say to each other.
+
+The client sends a :class:`StartSpec` (with a :class:`SaveSpec` for rank 0) to build a
+replica; the tasks of :mod:`hypersched_nb.runtime._worker` answer with an :class:`Epoch`,
+a :class:`Handover` or a :class:`Failed`. Everything here is a plain frozen dataclass in an
+importable module, so that it pickles to a worker and back. An epoch's outcome also travels
+in a :class:`Report`, as the payload of a ``Worker.log_event``, which must be msgpack-able:
+:meth:`Report.to_event` and :meth:`Report.from_event` are the one place it becomes a plain
+dict and a record again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from hypersched_nb.runtime.checkpoint import Checkpoint
+
+__all__ = [
+    "BestBar",
+    "Epoch",
+    "Failed",
+    "Handover",
+    "Rendezvous",
+    "SaveSpec",
+    "Report",
+    "StartSpec",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Rendezvous:
+    """Where rank 0 of a new ``torch.distributed`` group listens."""
+
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class BestBar:
+    """What an epoch's ``metric`` must beat for its weights to be kept apart: ``sign`` × the
+    metric above ``above`` (``sign`` is +1 when larger is better; ``above`` None: none kept
+    yet, so any finite metric does)."""
+
+    metric: str
+    sign: float
+    above: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SaveSpec:
+    """How rank 0 writes checkpoints: under ``dir``, within ``overhead`` × the training time,
+    keeping ``keep`` (the last checkpoint the client knows of) besides the newest."""
+
+    dir: str
+    overhead: float
+    keep: str | None = None
+    best: BestBar | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StartSpec:
+    """One replica to build: rank ``rank`` of ``world`` for placement ``token`` of trial
+    ``trial_id``, from ``factory()`` set up with ``config``; ``replay`` epochs are trained
+    again silently after the restore; ``save`` is None except on rank 0."""
+
+    trial_id: int
+    token: int
+    rank: int
+    world: int
+    factory: Callable[[], object]
+    config: Mapping
+    seed: int
+    replay: int
+    save: SaveSpec | None
+    group_timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class Epoch:
+    """One trained epoch of one replica. ``metrics`` is rank 0's (None on the other ranks);
+    ``step`` the seconds ``step()`` took and ``write`` those spent writing; ``ckpt`` and
+    ``best`` the checkpoint and the best weights written after it, if any."""
+
+    epoch: int
+    metrics: dict | None
+    step: float
+    write: float = 0.0
+    ckpt: Checkpoint | None = None
+    best: Checkpoint | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Handover:
+    """What a task between two placements did: the checkpoint it wrote, and the port it
+    picked for the next group's rendezvous."""
+
+    ckpt: Checkpoint | None = None
+    rendezvous: Rendezvous | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A task's failure: the worker's traceback, or why the task could not run."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """An epoch task's outcome, sent as an event just before the task returns it: task
+    ``key`` has this ``outcome``."""
+
+    key: str
+    outcome: Epoch | Failed
+
+    def to_event(self) -> dict:
+        """A ``Worker.log_event`` payload: plain values only (msgpack-able)."""
+        if type(self.outcome) is Failed:
+            return {"key": self.key, "error": self.outcome.error}
+        return {"key": self.key, "epoch": dataclasses.asdict(self.outcome)}
+
+    @classmethod
+    def from_event(cls, payload: Mapping) -> Report:
+        """The report a :meth:`to_event` payload carries."""
+        if "error" in payload:
+            return cls(payload["key"], Failed(payload["error"]))
+        plain = dict(payload["epoch"])
+        for name in ("ckpt", "best"):
+            if plain[name] is not None:
+                plain[name] = Checkpoint(**plain[name])
+        return cls(payload["key"], Epoch(**plain))

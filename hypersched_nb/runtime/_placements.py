@@ -1,0 +1,236 @@
+"""Where the Dask runtime's trials run: instructions turned into tasks pinned to slots.
+
+:class:`Placements` keeps every trial's :class:`~hypersched_nb.runtime._live.LiveTrial`,
+hands out the cluster's slots (a trial started while too few are free waits in a queue),
+and sends the tasks of :mod:`hypersched_nb.runtime._worker` that start, step, resize,
+checkpoint and free a trial's replicas. It hears nothing back itself: the runtime tells it
+when a task a start waits for is done (:meth:`Placements.prepared`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+
+from hypersched_nb.core.events import Start
+from hypersched_nb.runtime import _worker
+from hypersched_nb.runtime._bests import BestWeights
+from hypersched_nb.runtime._board import EpochTag, PrepTag, ReleaseTag, SaveTag, Task, TaskBoard
+from hypersched_nb.runtime._live import LiveTrial, Phase, move
+from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, StartSpec
+from hypersched_nb.runtime._slots import Slot, Slots
+
+__all__ = ["Placements"]
+
+
+class Placements:
+    """The trials of one runtime on ``slots``, their tasks on ``board``. ``factory``,
+    ``seed`` and ``group_timeout`` build the replicas; ``directory``, ``overhead`` and
+    ``bests`` say how rank 0 writes checkpoints and the best weights."""
+
+    def __init__(
+        self,
+        board: TaskBoard,
+        slots: Slots,
+        clock,
+        *,
+        factory: Callable[[], object],
+        seed: int,
+        group_timeout: float,
+        directory: str,
+        overhead: float,
+        bests: BestWeights,
+    ):
+        self._board, self._slots, self._clock = board, slots, clock
+        self._factory, self._seed, self._group_timeout = factory, seed, group_timeout
+        self._dir, self._overhead, self._bests = directory, overhead, bests
+        self.trials: dict[int, LiveTrial] = {}
+        self._queued: list[int] = []  # trials started while too few slots were free
+        self._count = itertools.count(1)  # placement tokens
+
+    def trial_seed(self, trial_id: int) -> int:
+        """``ctx.seed`` of trial ``trial_id``: the runtime's seed and the trial id, mixed."""
+        import numpy as np
+
+        return int(np.random.SeedSequence([self._seed, trial_id]).generate_state(1)[0])
+
+    # ------------------------------------------------------------------ instructions
+
+    def start(self, ins: Start) -> None:
+        t = self.trials.get(ins.trial_id)
+        if t is None:
+            t = self.trials[ins.trial_id] = LiveTrial(ins.trial_id, next(self._count))
+        elif t.phase is not Phase.IDLE:
+            self.vacate(t, save=False)
+        t.config, t.want, t.t_exec = ins.config, ins.workers, self._clock.now()
+        if not ins.restore:
+            t.reported, t.ckpt = 0, None
+        t.token = next(self._count)
+        slots = self._slots.take(t.tid, ins.workers)
+        if slots is None:
+            move(t, "queue")
+            self._queued.append(t.tid)
+            return
+        self._place(t, slots)
+
+    def step(self, tid: int) -> None:
+        """Train one more epoch where the trial is."""
+        t = self.trials.get(tid)
+        if t is None or t.phase is not Phase.READY:
+            return  # lost meanwhile: the WorkersChanged that says so is already on its way
+        move(t, "continue")
+        t.seq += 1
+        for rank, slot in enumerate(t.slots):
+            save = self._save_spec(t) if rank == 0 else None
+            t.futures[rank] = self._board.submit(
+                _worker.step, tid, t.token, save, self._board.topic,
+                slot=slot, tag=EpochTag(tid, t.token, rank, t.seq), name=f"hs-epoch-{tid}",
+            )  # fmt: skip
+        t.outs, t.starting = {}, False
+        t.t_exec = t.t_launch = self._clock.now()
+
+    def resize(self, tid: int, workers: int) -> bool:
+        """Move the trial to ``workers`` slots, its own first. True if it was lost instead:
+        one of its workers left unseen, so it is checkpointed and holds nothing."""
+        t = self.trials.get(tid)
+        if t is None or t.phase is not Phase.READY:
+            return False
+        old, old_token = t.slots, t.token
+        new = self._slots.take(tid, workers, keep=old)
+        if new is None:
+            self.vacate(t, save=True)
+            return True
+        t.token, t.t_exec = next(self._count), self._clock.now()
+        self._slots.give_back(s for s in old if s not in new)
+        deps = {}
+        save = None if t.current else self._save_spec(t)
+        if save is not None or workers > 1:
+            prep = self._board.submit(
+                _worker.hand_over, tid, old_token, save, rendezvous=workers > 1,
+                slot=old[0], tag=PrepTag(tid, t.token), name=f"hs-resize-{tid}",
+            )  # fmt: skip
+            deps[prep.key] = prep
+        else:
+            self._release(tid, old_token, old[:1])
+        self._release(tid, old_token, old[1:])
+        self._place(t, new, "resize", deps)
+        return False
+
+    def vacate(self, t: LiveTrial, *, save: bool) -> None:
+        """Free the trial's workers: checkpoint first (``save``) unless the last is current."""
+        if t.phase is Phase.QUEUED:
+            self._queued.remove(t.tid)
+        slots, old, ready = t.slots, t.token, t.phase is Phase.READY
+        move(t, "vacate")
+        t.token = next(self._count)
+        self._board.cancel(t.futures.values())
+        t.futures, t.outs, t.deps, t.slots = {}, {}, {}, []
+        if not slots:
+            return
+        rest = slots
+        if save and ready and not t.current and self._slots.alive(slots[0]):
+            t.saving = self._board.submit(
+                _worker.checkpoint_and_release, t.tid, old, self._save_spec(t),
+                slot=slots[0], tag=SaveTag(t.tid), name=f"hs-pause-{t.tid}",
+            )  # fmt: skip
+            self._slots.saving(slots[0], t.saving)
+            rest = slots[1:]
+        self._release(t.tid, old, rest)
+        self._slots.give_back(slots)
+
+    # ------------------------------------------------------------------ the queue
+
+    def place_queued(self) -> None:
+        """Place the queued trials that the free slots can hold, first come first served."""
+        for tid in list(self._queued):
+            t = self.trials[tid]
+            slots = self._slots.take(tid, t.want)
+            if slots is not None:
+                self._queued.remove(tid)
+                self._place(t, slots)
+
+    def drop_queued(self) -> list[int]:
+        """Give up on the queued trials (no workers are on their way); their ids."""
+        dropped = list(self._queued)
+        for tid in dropped:
+            self.vacate(self.trials[tid], save=False)
+        return dropped
+
+    # ------------------------------------------------------------------ starting
+
+    def prepared(self, task: Task, out: Handover | Failed | None) -> LiveTrial | None:
+        """A hand-over, a port or a pause's checkpoint is done (``out``: what it returned,
+        None if it did not finish): note the checkpoint, and launch the trials that were
+        waiting for it. Returns the trial whose hand-over failed, if that is what it was."""
+        t, fut = self.trials[task.tag.trial_id], task.future
+        if type(out) is Handover and out.ckpt is not None:
+            t.note_ckpt(out.ckpt)
+        if t.saving is fut:
+            t.saving = None
+        self._slots.saved(fut)
+        if type(task.tag) is PrepTag and task.tag.token == t.token and fut.key in t.deps:
+            if type(out) is Failed:
+                return t
+            if out is not None and out.rendezvous is not None:
+                t.rendezvous = out.rendezvous
+        for w in self.trials.values():
+            if w.phase is Phase.PREPARING and w.deps.pop(fut.key, None) is not None:
+                if w.deps:
+                    continue
+                if len(w.slots) > 1 and w.rendezvous is None:  # no rendezvous came: ask again
+                    self._ask_port(w)
+                else:
+                    self._launch(w)
+        return None
+
+    def _place(self, t: LiveTrial, slots: list[Slot], how: str = "place", deps=None) -> None:
+        """Hold ``slots`` (``how``: "place" or "resize"); start once ``deps``, the
+        checkpoints the start needs and, for a group, the port of its rendezvous on rank 0's
+        host are ready (a resize's hand-over picks that port)."""
+        move(t, how)
+        t.slots, t.rendezvous = slots, None
+        t.deps = dict(deps or {})
+        for fut in [t.saving, *(s.save for s in slots)]:
+            if fut is not None:
+                t.deps[fut.key] = fut
+        if len(slots) > 1 and how == "place":
+            self._ask_port(t)
+        if not t.deps:
+            self._launch(t)
+
+    def _ask_port(self, t: LiveTrial) -> None:
+        fut = self._board.submit(
+            _worker.pick_rendezvous_port, slot=t.slots[0], tag=PrepTag(t.tid, t.token),
+            name="hs-port",
+        )  # fmt: skip
+        t.deps[fut.key] = fut
+
+    def _launch(self, t: LiveTrial) -> None:
+        move(t, "launch")
+        t.seq += 1
+        replay = t.reported - (t.ckpt.epoch if t.ckpt else 0)
+        world, seed = len(t.slots), self.trial_seed(t.tid)
+        for rank, slot in enumerate(t.slots):
+            spec = StartSpec(
+                t.tid, t.token, rank, world, self._factory, t.config, seed, replay,
+                self._save_spec(t) if rank == 0 else None, self._group_timeout,
+            )  # fmt: skip
+            t.futures[rank] = self._board.submit(
+                _worker.start, spec, t.ckpt, t.rendezvous, self._board.topic,
+                slot=slot, tag=EpochTag(t.tid, t.token, rank, t.seq), name=f"hs-start-{t.tid}",
+            )  # fmt: skip
+        t.outs, t.starting, t.t_launch = {}, True, self._clock.now()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _release(self, tid: int, token: int, slots: Iterable[Slot]) -> None:
+        for s in slots:
+            if self._slots.alive(s):
+                self._board.submit(
+                    _worker.release, tid, token, slot=s, tag=ReleaseTag(tid),
+                    name=f"hs-release-{tid}",
+                )  # fmt: skip
+
+    def _save_spec(self, t: LiveTrial) -> SaveSpec:
+        keep = t.ckpt.url if t.ckpt else None
+        return SaveSpec(self._dir, self._overhead, keep, self._bests.bar())

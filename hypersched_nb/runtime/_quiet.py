@@ -1,0 +1,47 @@
+"""Distributed's warnings about the epoch tasks a search cancels on purpose, kept quiet.
+
+When a local cluster closes, each worker cancels the epoch tasks still running on it and
+logs, for each, ``Async instruction for <Task cancelled name="execute('hs-epoch-…')" …>
+ended with CancelledError``. The worker processes write to the kernel's stderr, so these
+land in the notebook at the end of every search. :class:`QuietCancellations`, registered as
+a worker plugin, filters exactly those records (a cancelled task of this package, whose keys
+begin with ``hs-``) out of the worker's state-machine logger; every other record still shows.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+__all__ = ["QuietCancellations", "is_expected_cancellation"]
+
+LOGGER = "distributed.worker.state_machine"
+
+
+def is_expected_cancellation(message: str) -> bool:
+    """Whether ``message`` is the warning about one of this package's tasks cancelled."""
+    return (
+        message.startswith("Async instruction for <Task cancelled")
+        and "execute('hs-" in message
+        and message.endswith("ended with CancelledError")
+    )
+
+
+class _Filter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not is_expected_cancellation(record.getMessage())
+
+
+class QuietCancellations(WorkerPlugin):
+    """A worker plugin: the filter on the worker's logger from setup to teardown (a worker
+    cancels its tasks before it tears its plugins down)."""
+
+    name = "hypersched-quiet-cancellations"
+
+    def setup(self, worker) -> None:
+        self._filter = _Filter()
+        logging.getLogger(LOGGER).addFilter(self._filter)
+
+    def teardown(self, worker) -> None:
+        logging.getLogger(LOGGER).removeFilter(self._filter)

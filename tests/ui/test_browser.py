@@ -1,0 +1,90 @@
+"""The dashboard's controls in a real browser: JupyterLab, headless Chromium, the quick start.
+
+While the quick start's ``exp.wait()`` blocks the kernel, a slider move and a stop click act
+within 2 s (as the kernel itself records them), the dashboard's header ends at "finished",
+and the page logs no error. Screenshots go to ``tests/ui/artifacts/``.
+"""
+
+import json
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hypersched_nb.testing.lab import Lab, browser_missing
+
+QUICKSTART = Path(__file__).parents[2] / "notebooks" / "01-quickstart.ipynb"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+WITHIN = 2.0  # seconds from a click to its effect in the kernel
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing())),
+]
+
+
+def quickstart_watched(folder: Path) -> tuple[int, int]:
+    """The quick start, with a cell before ``exp.wait()`` that starts watching the search
+    and one after it that notes when the wait ended: (the index of the first, the number of
+    cells)."""
+    nb = nbformat.read(QUICKSTART, as_version=4)
+    for cell in nb.cells:  # as if never run
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    wait = next(
+        i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source == "exp.wait()"
+    )
+    nb.cells.insert(wait, nbformat.v4.new_code_cell(
+        'from hypersched_nb.testing.lab import watch_search\n\nwatch_search(exp, "marks.json");'
+    ))  # fmt: skip
+    nb.cells.insert(wait + 2, nbformat.v4.new_code_cell(
+        'import json\nimport time\n\nopen("waited.json", "w").write(json.dumps(time.time()));'
+    ))  # fmt: skip
+    nbformat.write(nb, folder / "quickstart.ipynb")
+    return wait, len(nb.cells)
+
+
+def wait_for_file(path: Path, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < end, f"{path.name} was not written within {seconds:.0f} s"
+        time.sleep(0.2)
+
+
+def test_the_slider_and_the_stop_button_act_while_exp_wait_blocks_the_kernel(tmp_path):
+    from playwright.sync_api import expect
+
+    watch, cells = quickstart_watched(tmp_path)
+    with Lab(tmp_path, artifacts=ARTIFACTS) as lab:
+        lab.open("quickstart.ipynb")
+        lab.run_all()
+        lab.wait_ran(watch)  # the next cell, exp.wait(), holds the kernel from here
+        dashboard = lab.page.locator(".widget-vbox").first
+        header = dashboard.locator(".widget-html").first
+        expect(header).to_contain_text("running", timeout=30_000)
+        time.sleep(1.0)
+        lab.screenshot("quickstart-1-waiting", showing=dashboard)
+        moved = lab.drag(dashboard.locator(".widget-slider .noUi-handle").first, 60)
+        time.sleep(2.0)
+        stopped = lab.click(dashboard.locator(".widget-button", has_text="stop").first)
+        expect(header).to_contain_text("finished", timeout=30_000)
+        lab.screenshot("quickstart-2-stopped", showing=dashboard)
+        wait_for_file(tmp_path / "marks.json", 30)
+        lab.wait_ran(cells - 1)
+        lab.screenshot("quickstart-3-end", showing=lab.cell(cells - 1))
+        outputs = "\n".join(lab.page.locator(".jp-OutputArea-output").all_inner_texts())
+        errors = list(lab.errors)
+
+    waited_until = json.loads((tmp_path / "waited.json").read_text())
+    assert waited_until > stopped > moved  # both while exp.wait() held the kernel
+    notes = json.loads((tmp_path / "marks.json").read_text())
+    first = notes[0]
+    assert first["status"] == "running"
+    moved_to = next(n for n in notes if n["deadline"] != first["deadline"])
+    assert moved_to["deadline"] > first["deadline"]  # dragged to the right: later
+    assert moved_to["time"] - moved <= WITHIN
+    finished = next(n for n in notes if n["status"] == "finished")
+    assert finished["time"] - stopped <= WITHIN
+    assert errors == []
+    assert "CancelledError" not in outputs  # distributed's word on the tasks stopped on purpose

@@ -1,0 +1,61 @@
+"""Distributed's warnings about the epochs a search cancels stay out of the notebook; its
+other warnings still show.
+
+The workers of a local cluster write to the kernel's stderr, which the notebook shows, so
+the test reads the process's stderr as the notebook would.
+"""
+
+import time
+
+import pytest
+
+from hypersched_nb.runtime._quiet import LOGGER, is_expected_cancellation
+from hypersched_nb.runtime.cluster import start_cluster
+
+CANCELLED = (
+    "Async instruction for <Task cancelled name=\"execute('{key}')\" coro=<Worker.execute() "
+    "done, defined at .../distributed/worker_state_machine.py:3606>> ended with CancelledError"
+)
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [(CANCELLED.format(key="hs-epoch-2-38-5b144e2295d7"), True),
+     (CANCELLED.format(key="hs-start-0-1-af12"), True),
+     (CANCELLED.format(key="my-own-task-1"), False),
+     ("Unhandled exception in async instruction for execute('hs-epoch-1')", False),
+     ("Failed to cancel asyncio task after 30 seconds: execute('hs-epoch-1')", False)],
+)  # fmt: skip
+def test_only_the_cancellation_of_our_own_tasks_is_expected(message, expected):
+    assert is_expected_cancellation(message) is expected
+
+
+@pytest.mark.cluster
+def test_a_worker_still_logs_other_cancellations_but_not_those_of_our_epochs(capfd):
+    client, close = start_cluster(2)
+    try:
+
+        def log_cancelled(keys):  # as a worker logs a task it cancels
+            import logging
+
+            for key in keys:
+                logging.getLogger(LOGGER).warning(CANCELLED.format(key=key))
+
+        client.run(log_cancelled, ["hs-epoch-0-1-test", "my-own-task-1"])
+    finally:
+        close()
+    err = capfd.readouterr().err
+    assert "execute('my-own-task-1')" in err
+    assert "hs-epoch-0-1-test" not in err
+
+
+@pytest.mark.cluster
+def test_closing_a_local_cluster_mid_epoch_says_nothing_about_our_epochs(capfd):
+    client, close = start_cluster(2)
+    epoch = client.submit(time.sleep, 30, key="hs-epoch-0-1-test", pure=False)
+    while not any(client.processing().values()):
+        time.sleep(0.1)
+    time.sleep(1.0)  # executing on its worker
+    close()
+    assert epoch.key == "hs-epoch-0-1-test"  # held until here: a released future is cancelled
+    assert "hs-epoch-0-1-test" not in capfd.readouterr().err
