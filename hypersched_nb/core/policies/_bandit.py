@@ -39,6 +39,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget, evaluation_boundary
+from hypersched_nb.core.policies._describe import every_epochs
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -91,6 +92,17 @@ class Bandit(Policy):
         )
 
     def describe(self, ctx: PolicyContext) -> str:
-        return (
-            f"bandit: ε={self.epsilon}, every {self.boundary} epochs; {self._eliminated} eliminated"
-        )
+        """The bar a trial must clear now: "every 2 epochs, stopping trials whose best is
+        below 0.533 (the leader's 0.8 ÷ 1.5) · 7 stopped so far"."""
+        best_score = max((t.best_score for t in ctx.trials.values()), default=-math.inf)
+        stopped = f"{self._eliminated} stopped so far"
+        if not math.isfinite(best_score):
+            return (
+                f"{every_epochs(self.boundary)}, stopping trials far behind the leader · {stopped}"
+            )
+        factor = 1 + self.epsilon
+        if ctx.mode == "max":
+            bar = f"below {best_score / factor:.3g} (the leader's {best_score:.3g} ÷ {factor:g})"
+        else:
+            bar = f"above {-best_score * factor:.3g} (the leader's {-best_score:.3g} × {factor:g})"
+        return f"{every_epochs(self.boundary)}, stopping trials whose best is {bar} · {stopped}"

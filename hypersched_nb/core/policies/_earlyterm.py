@@ -41,6 +41,7 @@ from hypersched_nb.core.curves import CurveCache
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget, evaluation_boundary
+from hypersched_nb.core.policies._describe import every_epochs
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -95,4 +96,8 @@ class EarlyTerm(Policy):
         self._curves.forget(trial.trial_id)
 
     def describe(self, ctx: PolicyContext) -> str:
-        return f"earlyterm: δ={self.delta}, every {self.boundary} epochs; {self._stopped} stopped"
+        return (
+            f"{every_epochs(self.boundary)}, stopping trials predicted to have under a "
+            f"{self.delta * 100:g}% chance to beat the best by epoch {self.max_epochs} · "
+            f"{self._stopped} stopped so far"
+        )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.policies._base import Policy
+from hypersched_nb.core.policies._describe import first_in_first_out
 
 __all__ = ["FIFO"]
 
@@ -34,4 +35,4 @@ class FIFO(Policy):
     name = "fifo"
 
     def describe(self, ctx: PolicyContext) -> str:
-        return f"fifo: {len(ctx.running)} running to the end, {len(ctx.pending)} waiting"
+        return first_in_first_out(ctx)

@@ -55,6 +55,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy
+from hypersched_nb.core.policies._describe import epochs, trial_ids
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -124,8 +125,14 @@ class Hermes(Policy):
         return None
 
     def describe(self, ctx: PolicyContext) -> str:
-        top = ", ".join(f"{-neg}: {v:.3g}/s" for v, neg in reversed(self._order[-3:]))
-        return f"hermes: fastest converging {top or 'none ranked yet'}"
+        """Who is ahead in the queue: "workers go to the trials improving fastest, now #9,
+        #1, #6 … · each new one first trains 2 epochs to show its pace"."""
+        fastest = [-neg for _, neg in reversed(self._order[-4:])]  # "…" past three
+        now = f", now {trial_ids(fastest)}" if fastest else ""
+        return (
+            f"workers go to the trials improving fastest{now} · "
+            f"each new one first trains {epochs(1 + self.slice_epochs)} to show its pace"
+        )
 
     # ------------------------------------------------------------------ helpers
 

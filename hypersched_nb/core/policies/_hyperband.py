@@ -57,6 +57,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._describe import count, top_share
 from hypersched_nb.core.trial import Trial, TrialState
 
 __all__ = ["HyperBand", "bracket_plan"]
@@ -279,6 +280,13 @@ class HyperBand(Policy):
         return None
 
     def describe(self, ctx: PolicyContext) -> str:
+        """The groups (brackets) in progress, newest three: "successive halving, each
+        group's top third goes on · 3 trials heading for epoch 9, 8 for epoch 3"."""
+        rule = f"successive halving, each group's {top_share(self.eta)} goes on"
         live = [b for b in chain.from_iterable(self._bands) if b is not None and b.live]
-        parts = [f"s={b.s} n={b.n} r={b.r}: {len(b.live)} live" for b in live[-3:]]
-        return f"hyperband: {len(self._bands)} band(s); " + ("; ".join(parts) or "no live bracket")
+        if not live:
+            return f"{rule} · no group in progress"
+        first, *others = live[-3:]
+        groups = [f"{count(len(first.live), 'trial')} heading for epoch {first.r}"]
+        groups += [f"{len(b.live)} for epoch {b.r}" for b in others]
+        return f"{rule} · " + ", ".join(groups)

@@ -70,6 +70,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._describe import epoch_number, time_left, top_share
 from hypersched_nb.core.policies._hypersched_rules import (
     GainWindow,
     PausedQueue,
@@ -339,17 +340,45 @@ class HyperSched(Policy):
         return self.reallocation.targets(order, ctx, self.startup(ctx))
 
     def describe(self, ctx: PolicyContext) -> str:
-        i, d = self.first_judged(), self._depth
-        data = "no depth data yet" if d is None else f"leaders' gain {d:.2f}x the rung spread"
-        lower = "".join(
-            f", rung {self.rungs[j].milestone:g} untrusted"
-            + (f" (keeps win {auc:.0%} of {n} pairs)" if n else "")
-            for j, (auc, n) in ((j, self.trust.agreement.get(j, (0.5, 0))) for j in range(i))
-        )
-        ok, reach, need = self.admission(ctx)
-        phase = "exploring" if ok else "exploiting"
-        return (
-            f"{self.name}: {self.regime()} regime ({data}); "
-            f"judging from rung {self.rungs[i].milestone:g}{lower}; "
-            f"{phase}: a new trial would reach {reach:.3g} of the {need:.3g} epochs it needs"
-        )
+        """What it does now and why, in the user's words: whom it keeps, the time left, and
+        whether it explores, admits no new trials or gives the freed workers to the leaders:
+
+        "keeping the top 8 of 40 after epoch 4 · 5 min left: no new trials (epoch 8 out of
+        reach), leaders get freed workers". Rule 4's numbers stay in the reasons."""
+        if math.isfinite(ctx.deadline) and ctx.time_left <= 0:
+            return f"{self._keeping()} · deadline reached"
+        return f"{self._keeping()} · {time_left(ctx)}: {self._phase(ctx)}"
+
+    def _keeping(self) -> str:
+        """Rule 1 at the first judged rung: the trials it keeps there so far."""
+        rung = self.rungs[self.first_judged()]
+        after = f"after epoch {epoch_number(rung.milestone)}"
+        cutoff = rung.cutoff()
+        if len(rung) < 2 or cutoff is None:
+            return f"keeping the {top_share(self.eta)} {after}"
+        kept = sum(value >= cutoff for value in rung.recorded.values())
+        return f"keeping the top {kept} of {len(rung)} {after}"
+
+    def _phase(self, ctx: PolicyContext) -> str:
+        """Rules 4 and 5 as the user sees them: exploring, or no new trials and why."""
+        admitting, reach, need = self.admission(ctx)
+        target = f"epoch {epoch_number(need)}"
+        if not admitting:
+            if not ctx.running:
+                return f"no new trials ({target} out of reach)"
+            leaders = self._reallocating(ctx)
+            rest = "leaders get freed workers" if leaders else "running trials carry on"
+            return f"no new trials ({target} out of reach), {rest}"
+        if not ctx.offers_left and not ctx.pending:
+            rest = "resuming the best paused" if ctx.paused else "the rest train on"
+            return f"every configuration tried, {rest}"
+        if reach < need:  # open only because a second worker would not pay
+            return "still exploring, as more workers would not speed up the leaders"
+        if math.isinf(reach):
+            return "exploring, starting new trials"
+        return f"exploring while a new trial can still reach {target}"
+
+    def _reallocating(self, ctx: PolicyContext) -> bool:
+        """Does a running trial hold, or could it take now, more than one worker?"""
+        running = ctx.running.values()
+        return any(t.workers > 1 for t in running) or self._taker(None, ctx, running)

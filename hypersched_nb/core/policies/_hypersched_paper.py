@@ -54,12 +54,14 @@ values recorded there, so A pauses at epoch 2):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._describe import duration, epoch_list, time_left, top_share
 from hypersched_nb.core.policies._hypersched_rules import (
     PausedQueue,
     Reallocation,
@@ -187,14 +189,21 @@ class HyperSchedPaper(Policy):
         return self.reallocation.targets(order, ctx, self.startup(ctx))
 
     def describe(self, ctx: PolicyContext) -> str:
-        ok, bar = self.admission_bar(ctx)
-        state = (
-            f"admission open (time left {ctx.time_left:.0f} > {bar:.0f})"
-            if ok
-            else "admission closed"
-        )
-        rungs = ", ".join(f"rung {r.milestone:g}: {len(r.recorded)}" for r in reversed(self.rungs))
-        return f"{self.name}: {state}; {rungs}; {len(self._waiting)} paused"
+        """Whom it pauses and until when it explores (rules 1 and 3), in the user's words:
+        "pausing trials below the top quarter at epochs 1, 4, 16 · 12 min left: exploring
+        until 3 min remain"; once closed, that no new trial could catch the leader."""
+        if math.isfinite(ctx.deadline) and ctx.time_left <= 0:
+            return "deadline reached"
+        admitting, bar = self.admission_bar(ctx)
+        if not admitting:
+            return (
+                f"{time_left(ctx)}, too late for a new trial to catch the leader: "
+                "freed workers go to the leaders"
+            )
+        judged = [r.milestone for r in reversed(self.rungs) if r.milestone < self.max_epochs]
+        pausing = f"pausing trials below the {top_share(self.eta)} at {epoch_list(judged)}"
+        until = f" until {duration(bar)} remain" if 1 <= bar < ctx.time_left else ""
+        return f"{pausing} · {time_left(ctx)}: exploring{until}"
 
 
 def _last(trial: Trial, mode: str) -> float:

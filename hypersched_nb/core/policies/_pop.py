@@ -68,6 +68,7 @@ from hypersched_nb.core.curves import CurveCache
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget, evaluation_boundary
+from hypersched_nb.core.policies._describe import every_epochs, time_left
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -267,9 +268,19 @@ class POP(Policy):
             self._dedicated.remove(tid)
 
     def describe(self, ctx: PolicyContext) -> str:
-        running = sum(1 for tid in self._dedicated if tid in ctx.running)
-        eta = self._eta_s.get(self._dedicated[0], math.inf) if self._dedicated else math.inf
-        return (
-            f"pop: target {self._target:.4g}, p* {self._p_star:.3f}, {len(self._dedicated)} promising "
-            f"({running} running), {len(ctx.paused)} paused; best expected in {eta:.0f} s"
-        )
+        """Who holds a worker and why: "2 trials most likely to reach 0.8 (the best so far)
+        keep their workers, the others take turns · 3 min left"."""
+        if not math.isfinite(self._target):
+            return f"predicting each trial's learning curve {every_epochs(self.boundary)}"
+        target = f"{self._target:.4g}" + (" (the best so far)" if self.y_target is None else "")
+        promising = len(self._dedicated)
+        if not promising:
+            held = f"no trial likely to reach {target}: all take turns"
+        elif promising == 1:
+            held = f"1 trial most likely to reach {target} keeps its worker, the others take turns"
+        else:
+            held = (
+                f"{promising} trials most likely to reach {target} keep their workers, "
+                "the others take turns"
+            )
+        return f"{held} · {time_left(ctx)}"

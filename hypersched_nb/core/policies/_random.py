@@ -14,10 +14,15 @@ Example:
 
 from __future__ import annotations
 
+from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.policies._base import Policy
+from hypersched_nb.core.policies._describe import first_in_first_out
 
 __all__ = ["RandomFIFO"]
 
 
 class RandomFIFO(Policy):
     name = "random"
+
+    def describe(self, ctx: PolicyContext) -> str:
+        return first_in_first_out(ctx)

@@ -34,6 +34,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy
+from hypersched_nb.core.policies._describe import epochs
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -66,4 +67,8 @@ class RoundRobin(Policy):
         return None
 
     def describe(self, ctx: PolicyContext) -> str:
-        return f"rr: {len(ctx.running)} running, {len(ctx.paused)} paused in the queue"
+        waiting = len(ctx.pending) + len(ctx.paused)
+        return (
+            f"taking turns: each trial trains {epochs(self.slice_epochs)}, then the next in line "
+            f"gets its worker · {len(ctx.running)} running, {waiting} waiting"
+        )

@@ -65,6 +65,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._describe import count, duration, epochs, time_left, top_share
 from hypersched_nb.core.policies._sample import Sample
 from hypersched_nb.core.policies._seer_plan import Round, plan_rounds, round_epochs
 from hypersched_nb.core.trial import Trial, TrialState
@@ -205,13 +206,25 @@ class SEER(Policy):
         return want
 
     def describe(self, ctx: PolicyContext) -> str:
+        """The round in progress and its plan: "round 2 of 3: training the best 4 to epoch
+        13 on 2 workers each · 1 of 4 done · 12 min left"."""
         if self.finished:
-            return "seer: done"
-        return (
-            f"seer: round {self.round}/{len(self.epochs) - 1}, "
-            f"{len(self._done)}/{len(self._members)} at {self.epochs[self.round]} epochs, "
-            f"n0={self.n0}, workers per trial {self.ks[self.round :]}"
-        )
+            return "every round done: nothing more to train"
+        i, rounds, members = self.round, len(self.epochs), len(self._members)
+        target, k = self.epochs[i], self.ks[i]
+        each = f" on {count(k, 'worker')} each" if k > 1 else ""
+        if i == 0:
+            n = f"up to {self.n0}" if ctx.offers_left or self._spare else str(self.n0)
+            what = f"testing {n} configurations for {epochs(target)}{each}"
+            what += f", the {top_share(self.eta)} go on" if rounds > 1 else ""
+        else:
+            what = f"training the best {members} to epoch {target}{each}"
+        line = f"round {i + 1} of {rounds}: {what}"
+        if members:
+            line += f" · {len(self._done)} of {members} done"
+        if ctx.cost_budget is not None:
+            line += f" · {duration(ctx.budget_left)} of worker time left"
+        return f"{line} · {time_left(ctx)}"
 
     # ------------------------------------------------------------------ rounds
 

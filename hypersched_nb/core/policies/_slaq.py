@@ -64,6 +64,7 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy
+from hypersched_nb.core.policies._describe import count
 from hypersched_nb.core.policies._sample import Sample
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
@@ -219,9 +220,19 @@ class SLAQ(Policy):
         return {tid: a for tid, a in self.plan(ctx).items() if tid in ctx.running} or None
 
     def describe(self, ctx: PolicyContext) -> str:
+        """The current plan, largest first: "workers go where the loss should fall most
+        next: #6 (2 workers), #0, #4", or that new configurations come first."""
         plan = self._cache[1] if self._cache else {}
-        shown = ", ".join(f"{tid}: {a}" for tid, a in list(plan.items())[:4]) or "new trials first"
-        return f"slaq: planned workers {shown}"
+        if not plan:
+            return (
+                "new configurations first, 2 epochs each to measure their loss; "
+                "then workers go where the loss falls fastest"
+            )
+        shown = [
+            f"#{tid}" + (f" ({count(a, 'worker')})" if a > 1 else "") for tid, a in plan.items()
+        ]
+        more = " …" if len(shown) > 4 else ""
+        return "workers go where the loss should fall most next: " + ", ".join(shown[:4]) + more
 
     # ------------------------------------------------------------------ the plan
 

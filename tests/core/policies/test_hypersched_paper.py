@@ -208,7 +208,7 @@ def test_closed_admission_purges_pending_and_paused_trials_for_good():
     assert sorted(policy.retire(closing)) == [1, 2]  # pending and paused are terminated
     later = PolicyContext.for_test(now=900, deadline=10_000, trials=trials)
     assert policy.choose_trial_to_run(later) is None  # a one-way switch
-    assert "admission closed" in policy.describe(later)
+    assert "too late for a new trial to catch the leader" in policy.describe(later)
 
 
 # ------------------------------------------------------------------ reallocation
