@@ -359,6 +359,39 @@ class Experiment:
             started=session.started, error=error, version=obs.version,
         )  # fmt: skip
 
+    def forecast(self, deadlines=None, workers=None, *, runs=32, margin=0.0, prior=None, seed=0):
+        """What the search would reach by each deadline (the forms of :attr:`deadline`;
+        None: the current one) on each cluster size (None: the cluster's now): a DataFrame
+        of expected best, p10, p90 and p_beat (P(beats the best so far by ``margin``)), from
+        ``runs`` simulations of the rest of the search. Before the first result it needs a
+        ``prior`` trace of a similar model. See :mod:`hypersched_nb.experiment.forecast`."""
+        from hypersched_nb.experiment import forecast as fc
+
+        trace = fc.prior_trace(prior, metric=self.metric, mode=self.mode)
+        if self._driver is None:
+            size = self._given[0].workers() if self._given else self.cluster
+            standing = fc.fresh(
+                self.policy,
+                deadline=self.deadline,
+                workers=size if isinstance(size, int) else 0,
+                mode=self.mode,
+                max_epochs=self.max_epochs,
+                scaling=self.scaling or getattr(trace, "scaling", LINEAR),
+                startup=getattr(trace, "startup_seconds", 0.0),
+                offers_left=fc.offers_left(self.source),
+            )
+        else:
+            session = self._session
+            with session.gate.reading():
+                over = session.status in ("finished", "failed")
+                now = self._driver.outcome.ended_at if over else session.clock.now()
+                left = fc.offers_left(self.source)
+                standing = fc.detach(self._driver, now=now, offers_left=left)
+        return fc.forecast(
+            standing, deadlines=deadlines, workers=workers, runs=runs, margin=margin,
+            seed=seed, prior=trace, started=self._session.started,
+        ).frame()  # fmt: skip
+
     def __repr__(self) -> str:
         snap = self.statistics()
         return f"<Experiment {snap.policy} {snap.status}: {snap.progress_line()}>"

@@ -6,6 +6,7 @@
     %hypersched start DigitsCNN --metric val_acc --deadline 2m --workers 2 --max-epochs 30
     %hypersched status
     %hypersched deadline +10m
+    %hypersched forecast +10m --workers 8
     %hypersched wait
     %hypersched stop
 
@@ -39,7 +40,7 @@ from hypersched_nb.notebook.experiment import Experiment
 
 __all__ = ["HyperschedMagics"]
 
-COMMANDS = ("start", "status", "deadline", "wait", "stop")
+COMMANDS = ("start", "status", "deadline", "forecast", "wait", "stop")
 
 
 class _Help(Exception):
@@ -103,6 +104,22 @@ def _deadline_parser() -> _Parser:
     return p
 
 
+def _forecast_parser() -> _Parser:
+    p = _Parser(
+        prog="%hypersched forecast",
+        description="Print, in one line, the best the search would reach by a deadline on a "
+        "number of workers (simulated from where it stands).",
+    )
+    p.add_argument(
+        "deadline", nargs="?", help="'+10m', '30m' (from the start), '17:00' (default: the current)"
+    )
+    p.add_argument("--workers", type=int, help="cluster size (default: the cluster's now)")
+    p.add_argument("--runs", type=int, default=32, help="simulations (default: 32)")
+    p.add_argument("--margin", type=float, default=0.0, help="P(beat the best by this much)")
+    p.add_argument("--prior", help="a trace of a similar model, for a search with no result yet")
+    return p
+
+
 def _plain_parser(name: str, text: str) -> _Parser:
     return _Parser(prog=f"%hypersched {name}", description=text)
 
@@ -126,6 +143,7 @@ class HyperschedMagics(Magics):
 
         Subcommands: ``start TRAINABLE [options]`` (a search in the background, with the
         dashboard), ``status`` (one summary), ``deadline SPEC`` (move it: '+10m', '17:00'),
+        ``forecast [SPEC] [--workers N]`` (the best expected by then, in one line),
         ``wait`` (block until the end, the dashboard's controls still live), ``stop`` (end
         gracefully, keeping the best so far).
         """
@@ -193,6 +211,19 @@ class HyperschedMagics(Magics):
         exp = self._experiment()
         exp.deadline = a.deadline
         print(f"deadline {exp.statistics().deadline_text()}")
+
+    def _forecast(self, argv: list[str]):
+        from hypersched_nb.experiment.forecast import forecast_line
+
+        if argv and argv[0][:1] == "-" and argv[0][1:2].isdigit():  # "-5m" is a value
+            argv = [*argv[1:], "--", argv[0]]
+        a = _forecast_parser().parse_args(argv)
+        frame = self._experiment().forecast(
+            None if a.deadline is None else [a.deadline],
+            None if a.workers is None else [a.workers],
+            runs=a.runs, margin=a.margin, prior=a.prior,
+        )  # fmt: skip
+        print(forecast_line(frame))
 
     def _wait(self, argv: list[str]):
         _plain_parser(

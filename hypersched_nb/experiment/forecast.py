@@ -1,0 +1,407 @@
+"""What if: the best metric a search would reach by other deadlines, on other cluster sizes.
+
+``Experiment.forecast`` answers "what do ten more minutes give?" and "what do four more
+workers give?" by simulating the rest of the search many times on the trace simulator, with
+the same driver loop and the same policy code as the search itself:
+
+1. **Detach** (:func:`detach`, called under the search's gate, so between two of its turns):
+   the driver, with its trials and its policy (all of the policy's state: rungs, queues,
+   curve caches, random generator), is pickled once, less what ties it to the live search
+   (its runtime, clock, offers, listener, journal and cached context: the pickle names them
+   and each run fills them in). Each trial's curve, state, workers and pace are copied
+   into :class:`TrialSeen` records. The live search is only read, never changed.
+2. **Foresee** (:func:`foresee`): every trial that reported continues along draws of the
+   curve predictor (:class:`~hypersched_nb.core.curves.CurveCache`, the policies' own, with
+   its uncertainty): run r follows draw r. A configuration not yet tried (and an offered
+   one not yet started) gets the whole curve of a trial already seen, drawn uniformly: its
+   observed epochs and one predicted continuation (a bootstrap of the curves seen). Before
+   any result, whole curves of a ``prior`` trace are drawn instead.
+3. **Simulate** (:func:`forecast`): each run loads the pickled driver afresh, seats its
+   trials on a :class:`~hypersched_nb.sim.resume.ResumedRuntime` as they stand (epochs done,
+   workers held, the epoch in flight) on a virtual clock set to now, and runs the driver's
+   own loop to the deadline asked with the workers asked. The policy thus continues from a
+   clone of its own state; nothing is replayed from time 0 (the cheaper-to-write shortcut,
+   a replay of the observed prefixes, would cost the past again in every run and could
+   not rebuild a state that came from a live cluster's timings). Runs share their random
+   numbers across (deadline, workers) pairs, so rows differ by what was asked, not by noise.
+4. **Summarise**: per (deadline, workers), the mean final best, its 10th and 90th
+   percentiles and the share of runs that beat the current best by ``margin``. A search
+   with more time could always be run as one with less time and then extended, so each
+   run's best is carried forward to longer deadlines: more time never forecasts worse.
+
+Approximations, each visible in the calibration benchmark (``benchmarks/
+forecast_calibration.py``): a trial's seconds per epoch on one worker are its mean training
+seconds per epoch times the speed-up of the workers it holds now (one when it holds none);
+a running trial's epoch in flight ends one start-up and as many epochs after its last
+start as it has reported since, plus one; after the end of a search, trials the deadline
+stopped stay stopped (the rest continues from the paused trials and new configurations).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import count, islice
+
+import numpy as np
+
+from hypersched_nb.core.curves import CurveCache
+from hypersched_nb.core.trial import TrialState
+from hypersched_nb.errors import ConfigError
+from hypersched_nb.experiment._standing import (
+    Standing,
+    TrialSeen,
+    attach,
+    detach,
+    fresh,
+    offers_left,
+)
+from hypersched_nb.experiment.deadline import format_duration, resolve_deadline
+from hypersched_nb.sim.clock import VirtualClock
+from hypersched_nb.sim.resume import ResumedRuntime, Seat
+from hypersched_nb.sim.trace import TRACE_KEY, Trace, load_trace
+
+__all__ = [
+    "Curve",
+    "Forecast",
+    "Futures",
+    "Outlook",
+    "Standing",
+    "TrialSeen",
+    "detach",
+    "forecast",
+    "forecast_line",
+    "foresee",
+    "fresh",
+    "offers_left",
+    "prior_trace",
+]
+
+_SEATED = (TrialState.PENDING, TrialState.RUNNING, TrialState.PAUSED)
+
+
+# ---------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """Whole futures of one configuration: ``metrics[i]`` is draw i at every epoch,
+    ``seconds`` each epoch's on one worker."""
+
+    metrics: np.ndarray  # (draws, epochs)
+    seconds: np.ndarray  # (epochs,)
+
+    def draw(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.metrics[i % len(self.metrics)], self.seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Futures:
+    """The curves the runs follow: ``own`` for trials that reported (run r takes draw r),
+    ``pool`` for configurations not yet tried (each takes a random curve of it)."""
+
+    own: Mapping[int, Curve]
+    pool: tuple[Curve, ...]
+    basis: str  # "search": drawn from the curves seen; "prior": from a prior trace alone
+
+    def draw_new(self, rng: np.random.Generator, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """A configuration not yet tried, in run ``r``: a curve of the pool, drawn
+        uniformly, on that run's path."""
+        return self.pool[int(rng.integers(len(self.pool)))].draw(r)
+
+
+@dataclass(frozen=True, slots=True)
+class Outlook:
+    """One row of a forecast: by ``deadline`` (seconds from the start) on ``workers``."""
+
+    deadline: float
+    workers: int
+    expected: float  # mean best metric over the runs
+    median: float  # the point forecast for absolute error: half the runs do better
+    p10: float
+    p90: float
+    p_beat: float  # share of runs beating the current best by the margin (NaN: none yet)
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What :func:`forecast` found: one :class:`Outlook` per (deadline, workers) asked."""
+
+    outlooks: tuple[Outlook, ...]
+    now: float
+    best: float
+    margin: float
+    runs: int
+    basis: str  # "search" or "prior"
+
+    @property
+    def note(self) -> str:
+        if self.basis == "prior":
+            return "drawn from the prior alone: the search has no result yet"
+        return f"drawn from the search at {self.now:.0f}s"
+
+    def frame(self):
+        """The outlooks as a pandas DataFrame; ``attrs`` keep now, best, margin, runs, note."""
+        import pandas as pd
+
+        df = pd.DataFrame([_fields(o) for o in self.outlooks])
+        df.attrs.update(
+            now=self.now, best=self.best, margin=self.margin, runs=self.runs, note=self.note
+        )
+        return df
+
+
+def forecast_line(frame, row: int = 0) -> str:
+    """Row ``row`` of a forecast's frame in one line (what ``%hypersched forecast`` prints)."""
+    o, at = frame.iloc[row], frame.attrs
+    when = format_duration(max(0.0, o.deadline - at["now"]))
+    beat = "" if math.isnan(o.p_beat) else f", P(beats {at['best']:.4g}) {o.p_beat:.0%}"
+    return (
+        f"by {o.deadline:.0f}s (in {when}) on {o.workers:.0f} workers: best {o.expected:.4g} "
+        f"(10-90%: {o.p10:.4g}-{o.p90:.4g}){beat}; {at['runs']} runs, {at['note']}"
+    )
+
+
+def _fields(o: Outlook) -> dict:
+    return {name: getattr(o, name) for name in Outlook.__slots__}
+
+
+# ---------------------------------------------------------------------- 1. detach (in _standing)
+
+
+def prior_trace(prior, *, metric: str, mode: str) -> Trace | None:
+    """The ``prior`` argument as a trace, checked against the search's metric and mode."""
+    if prior is None:
+        return None
+    trace = prior if isinstance(prior, Trace) else load_trace(prior)
+    if trace.metric_name != metric:
+        raise ConfigError(
+            f"`prior` trace {trace.name!r} records {trace.metric_name!r}, but the search "
+            f"optimises {metric!r}; give a trace of the same metric"
+        )
+    if trace.mode != mode:
+        raise ConfigError(
+            f"`prior` trace {trace.name!r} is in mode {trace.mode!r}, but the search is in "
+            f"mode {mode!r}; give a trace of the same mode"
+        )
+    return trace
+
+
+# ---------------------------------------------------------------------- 2. foresee
+
+
+def foresee(standing: Standing, *, runs: int, seed: int, prior: Trace | None = None) -> Futures:
+    """The curves ``runs`` runs follow: the trials seen, continued by the curve predictor;
+    before any result, the ``prior`` trace's curves."""
+    if not standing.reported:
+        if prior is None:
+            raise ConfigError(
+                "the search has no result yet and no prior: pass prior=<trace name or Trace> "
+                "of a similar model, or ask again after the first result"
+            )
+        return Futures({}, _prior_curves(prior, standing.max_epochs), "prior")
+    cache = CurveCache(standing.max_epochs, samples=max(runs, 2), seed=seed)
+    for trial in standing.trials:
+        for metric in trial.metrics:
+            cache.observe(metric)
+    rng = np.random.default_rng(seed)
+    own = {
+        t.trial_id: _continued(t, cache, standing.mode, standing.max_epochs, rng)
+        for t in standing.trials
+        if t.metrics
+    }
+    return Futures(own, tuple(own.values()), "search")
+
+
+class _Asked:
+    """What the curve cache reads of a trial."""
+
+    __slots__ = ("epochs", "metrics", "trial_id")
+
+    def __init__(self, trial: TrialSeen):
+        self.trial_id, self.metrics, self.epochs = trial.trial_id, trial.metrics, len(trial.metrics)
+
+
+def _continued(trial: TrialSeen, cache: CurveCache, mode: str, max_epochs: int, rng) -> Curve:
+    """The trial's observed epochs followed by each predicted continuation to R."""
+    seen = np.asarray(trial.metrics, dtype=float)
+    seconds = np.full(max(max_epochs, seen.size), trial.seconds)
+    if seen.size >= max_epochs or not math.isfinite(seen[-1]):  # over: nothing follows
+        return Curve(seen[None, :], seconds[: seen.size])
+    future = _as_paths(cache.predict(_Asked(trial), mode).samples, rng)
+    metrics = np.concatenate([np.broadcast_to(seen, (len(future), seen.size)), future], axis=1)
+    return Curve(metrics, seconds)
+
+
+def _as_paths(draws: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Paths through the predictor's draws: path i takes the i-th smallest draw at every
+    epoch, and the paths come in random order. The predictor draws each epoch with noise of
+    its own, right for one epoch's value, but a path of such draws zigzags and its running
+    best climbs on noise alone; ranked paths keep every epoch's distribution and wander as
+    a curve does, persistently."""
+    return np.sort(draws, axis=0)
+
+
+def _prior_curves(prior: Trace, max_epochs: int) -> tuple[Curve, ...]:
+    return tuple(
+        Curve(prior.metrics[i][None, :max_epochs], prior.seconds[i][:max_epochs]) for i in prior.ids
+    )
+
+
+# ---------------------------------------------------------------------- 3. simulate
+
+
+def forecast(
+    standing: Standing,
+    *,
+    deadlines: Sequence | None = None,
+    workers: Sequence[int] | None = None,
+    runs: int = 32,
+    margin: float = 0.0,
+    seed: int = 0,
+    prior: Trace | None = None,
+    started: datetime | None = None,
+) -> Forecast:
+    """Simulate the rest of the search ``runs`` times per (deadline, workers) pair.
+
+    ``deadlines`` take the forms of ``Experiment.deadline`` ("+10m" moves the current one;
+    None: the current one); ``workers`` are cluster sizes (None: the cluster's now);
+    ``started`` is the wall time of the search's start (for "17:00")."""
+    asked_deadlines = _deadlines(standing, deadlines, started)
+    asked_workers = _workers(standing, workers)
+    _check_runs(runs, margin)
+    futures = foresee(standing, runs=runs, seed=seed, prior=prior)
+    finals = np.array(
+        [
+            [[_run(standing, futures, d, w, seed, r) for d in asked_deadlines] for r in range(runs)]
+            for w in asked_workers
+        ]
+    )  # (workers, runs, deadlines)
+    finals = _carried_forward(finals, asked_deadlines, standing.mode)
+    outlooks = tuple(
+        _outlook(finals[j, :, i], d, w, standing, margin)
+        for i, d in enumerate(asked_deadlines)
+        for j, w in enumerate(asked_workers)
+    )
+    return Forecast(outlooks, standing.now, standing.best, margin, runs, futures.basis)
+
+
+def _run(standing: Standing, futures: Futures, deadline: float, workers: int, seed: int, r: int):
+    """One simulated rest of the search: its best metric by ``deadline``."""
+    rng = np.random.default_rng((seed, r))
+    clock = VirtualClock(standing.now)
+    trace = Trace("forecast", (), {}, {}, {}, mode=standing.mode)
+    seats = [_seat(t, futures, standing, r, rng) for t in standing.trials if t.state in _SEATED]
+    runtime = ResumedRuntime(
+        trace, clock, workers, seats, scaling=standing.scaling, startup=standing.startup,
+        max_epochs=standing.max_epochs, max_workers=max(workers, standing.workers),
+    )  # fmt: skip
+    offers = _new_offers(futures, trace, rng, r, standing.offers_left)
+    driver = attach(standing, runtime=runtime, clock=clock, offers=offers)
+    driver.deadline, driver.capacity = deadline, workers
+    driver.max_workers = max(driver.max_workers, workers)
+    return driver.run().best
+
+
+def _seat(trial: TrialSeen, futures: Futures, standing: Standing, r: int, rng) -> Seat:
+    """A trial of the search on the resumed runtime: its own future, or a new one."""
+    own = futures.own.get(trial.trial_id)
+    metrics, seconds = own.draw(r) if own is not None else futures.draw_new(rng, r)
+    epochs = len(trial.metrics)
+    if trial.state is not TrialState.RUNNING or epochs >= len(metrics):
+        return Seat(trial.trial_id, metrics, seconds, min(epochs, len(metrics)))
+    return Seat(
+        trial.trial_id, metrics, seconds, epochs, trial.workers,
+        _in_flight_end(trial, seconds[epochs], standing) - standing.now,
+    )  # fmt: skip
+
+
+def _in_flight_end(trial: TrialSeen, epoch_seconds: float, standing: Standing) -> float:
+    """When a running trial's next epoch ends: a start-up, then one epoch per result since
+    its last start, then this one."""
+    per_epoch = epoch_seconds / standing.scaling(max(1, trial.workers))
+    start = standing.now if trial.last_start_at is None else trial.last_start_at
+    return start + standing.startup + (trial.results_since_start + 1) * per_epoch
+
+
+def _new_offers(futures: Futures, trace: Trace, rng, r: int, left: int | None) -> Iterator[dict]:
+    """Configurations not yet tried: each a curve drawn from the pool, written into the
+    run's trace as it is offered."""
+    for i in islice(count(), left):
+        trace.metrics[i], trace.seconds[i] = futures.draw_new(rng, r)
+        yield {TRACE_KEY: i}
+
+
+# ---------------------------------------------------------------------- 4. summarise
+
+
+def _carried_forward(finals: np.ndarray, deadlines: Sequence[float], mode: str) -> np.ndarray:
+    """Each run's best, at least as good at a longer deadline as at a shorter one."""
+    order = np.argsort(deadlines, kind="stable")
+    sign = 1.0 if mode == "max" else -1.0
+    scores = np.where(np.isnan(finals), -np.inf, sign * finals)[..., order]
+    carried = np.maximum.accumulate(scores, axis=-1)
+    out = np.empty_like(finals)
+    out[..., order] = np.where(np.isinf(carried), np.nan, sign * carried)
+    return out
+
+
+def _outlook(values: np.ndarray, deadline: float, workers: int, standing: Standing, margin):
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return Outlook(deadline, workers, *[math.nan] * 5)
+    p10, median, p90 = np.percentile(finite, [10, 50, 90])
+    beat = math.nan
+    if math.isfinite(standing.best):
+        sign = 1.0 if standing.mode == "max" else -1.0
+        beat = float(np.mean(sign * (values - standing.best) > margin))
+    return Outlook(
+        deadline, workers, float(finite.mean()), float(median), float(p10), float(p90), beat
+    )
+
+
+# ---------------------------------------------------------------------- the question
+
+
+def _deadlines(standing: Standing, deadlines, started) -> tuple[float, ...]:
+    specs = [standing.deadline] if deadlines is None else _listed(deadlines, "deadlines")
+    out = []
+    for spec in specs:
+        at = resolve_deadline(
+            spec, elapsed=standing.now, current=standing.deadline, started=started or datetime.now()
+        )
+        if not at > standing.now:
+            raise ConfigError(
+                f"`deadlines` holds {spec!r} ({at:.0f}s), already past: the search stands at "
+                f"{standing.now:.0f}s; give a later one, such as '+10m'"
+            )
+        out.append(at)
+    return tuple(out)
+
+
+def _workers(standing: Standing, workers) -> tuple[int, ...]:
+    if workers is None and standing.workers < 1:
+        raise ConfigError(
+            "`workers` is needed: the cluster's size is not known before the search starts"
+        )
+    sizes = [standing.workers] if workers is None else _listed(workers, "workers")
+    for k in sizes:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ConfigError(f"`workers` holds {k!r}, but each must be a whole number >= 1")
+    return tuple(int(k) for k in sizes)
+
+
+def _check_runs(runs, margin) -> None:
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ConfigError(f"`runs` is {runs!r}, but must be a whole number >= 1")
+    if not isinstance(margin, (int, float)) or not margin >= 0:
+        raise ConfigError(f"`margin` is {margin!r}, but must be a number >= 0")
+
+
+def _listed(values, name: str) -> list:
+    values = list(values) if isinstance(values, (list, tuple, np.ndarray)) else [values]
+    if not values:
+        raise ConfigError(f"`{name}` is empty; give at least one")
+    return list(values)

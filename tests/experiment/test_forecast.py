@@ -1,0 +1,134 @@
+"""Experiment.forecast: the best a search would reach by other deadlines, on other clusters."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hypersched_nb import Experiment
+from hypersched_nb.errors import ConfigError
+from hypersched_nb.sim.trace import load_trace
+from hypersched_nb.testing.halt import halted_replay
+from tests.experiment.conftest import tiny_trace
+
+COLUMNS = ["deadline", "workers", "expected", "median", "p10", "p90", "p_beat"]
+
+
+def replay(**kw):
+    settings = {"policy": "asha", "deadline": 240, "workers": 2, "configs": 12, "seed": 0}
+    return Experiment.replay(tiny_trace(), **(settings | kw))
+
+
+@pytest.fixture
+def finished():
+    exp = replay(deadline=120)
+    exp.run()
+    return exp
+
+
+@pytest.fixture
+def halted():
+    """A search held still at 80 s of its 240 s, released (and over) after the test."""
+    exp, halt = halted_replay(tiny_trace(), at=80, deadline=240, workers=2)
+    exp.start()
+    assert halt.wait()
+    yield exp
+    halt.release()
+    exp.wait()
+
+
+def test_one_row_per_deadline_and_workers_in_the_order_asked(halted):
+    frame = halted.forecast(["+1m", 400], [1, 3], runs=4)
+    assert list(frame.columns) == COLUMNS
+    assert list(zip(frame.deadline, frame.workers, strict=True)) == [
+        (300.0, 1), (300.0, 3), (400.0, 1), (400.0, 3)
+    ]  # fmt: skip
+    best = halted.best.metric
+    assert frame.attrs["now"] == 80.0 and frame.attrs["runs"] == 4 and frame.attrs["best"] == best
+    assert (frame.p10 <= frame["median"]).all() and (frame["median"] <= frame.p90).all()
+    assert (frame.p10 >= best).all()  # the best so far is kept
+    assert frame.p_beat.between(0, 1).all()
+
+
+def test_it_works_after_the_end_from_where_the_search_stopped(finished):
+    frame = finished.forecast(["+1m"], runs=3)
+    assert frame.attrs["now"] == 120.0 and frame.deadline[0] == 180.0
+    assert frame.p10[0] >= finished.best.metric
+
+
+def test_more_time_never_forecasts_worse(halted):
+    frame = halted.forecast([100, 140, 200, 300, 600], [1, 2, 4], runs=8)
+    for _, rows in frame.groupby("workers"):
+        for column in ("expected", "p10", "p90", "p_beat"):
+            assert np.all(np.diff(rows[column].to_numpy()) >= 0), column
+
+
+def test_the_forecast_leaves_the_live_search_as_it_was():
+    def run(look: bool):
+        exp, halt = halted_replay(tiny_trace(), at=80, deadline=240, workers=2)
+        exp.start()
+        assert halt.wait()
+        before = exp.statistics()
+        if look:
+            exp.forecast(["+1m", "+5m"], [1, 4], runs=6)
+            assert exp.statistics() == before
+        halt.release()
+        exp.wait()
+        return exp.statistics()
+
+    looked, unlooked = run(True), run(False)
+    assert looked.events == unlooked.events  # every later decision is the same
+    assert looked.best == unlooked.best
+
+
+def test_a_prior_forecast_says_how_little_is_known():
+    digits = load_trace("digits-cnn")  # shipped with the package
+    settings = {"policy": "asha", "deadline": 30, "workers": 2}
+    before = Experiment.replay(digits, **settings).forecast(runs=16, prior=digits)
+    assert before.attrs["note"].startswith("drawn from the prior alone")
+    assert np.isnan(before.p_beat[0])  # nothing to beat yet
+    exp, halt = halted_replay(digits, at=15, **settings)
+    exp.start()
+    assert halt.wait()
+    during = exp.forecast(runs=16)
+    halt.release()
+    exp.wait()
+    assert (before.p90 - before.p10)[0] > (during.p90 - during.p10)[0]
+
+
+def test_defaults_are_the_current_deadline_and_cluster(halted):
+    frame = halted.forecast(runs=2)
+    assert (frame.deadline[0], frame.workers[0]) == (240.0, 2)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (dict(deadlines=["-3m"]), r"`deadlines` holds '-3m' \(60s\), already past"),
+        (dict(deadlines=[50]), "already past"),
+        (dict(workers=[2, 0]), "`workers` holds 0, but each must be a whole number >= 1"),
+        (dict(workers=[1.5]), "`workers` holds 1.5"),
+        (dict(runs=0), "`runs` is 0, but must be a whole number >= 1"),
+        (dict(margin=-0.1), "`margin` is -0.1"),
+        (dict(deadlines=["soon"]), "`deadline` is 'soon'"),
+        (dict(deadlines=[]), "`deadlines` is empty"),
+    ],
+)
+def test_bad_input_is_one_line_saying_what_to_change(halted, call, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        halted.forecast(**call)
+    assert "\n" not in str(err.value)
+
+
+def test_a_prior_of_another_metric_or_mode_is_refused():
+    other_metric = dataclasses.replace(tiny_trace(), metric_name="loss")
+    other_mode = dataclasses.replace(tiny_trace(), mode="min")
+    with pytest.raises(ConfigError, match="records 'loss', but the search optimises 'acc'"):
+        replay().forecast([100], prior=other_metric)
+    with pytest.raises(ConfigError, match="is in mode 'min', but the search is in mode 'max'"):
+        replay().forecast([100], prior=other_mode)
+
+
+def test_before_any_result_without_a_prior_it_asks_for_one():
+    with pytest.raises(ConfigError, match="no result yet and no prior: pass prior="):
+        replay().forecast([100])
