@@ -170,15 +170,23 @@ class ExperimentSnapshot:
         """A common time grid and each trial's workers on it (for stacked step plots).
 
         The grid holds every time an allocation changed, plus the snapshot's time; a
-        trial's value at grid time ``t`` holds until the next grid time.
+        trial's value at grid time ``t`` holds until the next grid time. Each record fills
+        only the stretch up to its trial's next record, so the cost is the size of the
+        answer (trials × grid times), not records × grid times.
         """
         times = sorted({a.time for a in self.allocation} | {min(self.time, self.deadline)} | {0.0})
         index = {t: i for i, t in enumerate(times)}
         series: dict[int, list[int]] = {}
+        since: dict[int, tuple[int, int]] = {}  # trial -> (grid index, workers) of its last record
         for a in self.allocation:
             row = series.setdefault(a.trial, [0] * len(times))
-            for i in range(index[a.time], len(times)):
-                row[i] = a.workers
+            i = index[a.time]
+            if a.trial in since:
+                start, workers = since[a.trial]
+                row[start:i] = [workers] * (i - start)
+            since[a.trial] = (i, a.workers)
+        for trial, (start, workers) in since.items():
+            series[trial][start:] = [workers] * (len(times) - start)
         return times, series
 
 

@@ -1,28 +1,64 @@
 """Plotly figures drawn from a snapshot: workers per trial against the deadline, and curves.
 
-Both the live dashboard (as ``FigureWidget``) and the HTML report use these builders, so
-what a person watches and what they keep are the same picture. Trial ``i`` has the same
-colour in every figure and its traces are named ``"trial <i>"``. The allocation figure draws
-the ``most`` trials that held workers longest (and every running one, and the best) one by
-one, and the rest as one grey band: a search of hundreds of short trials stays a picture of
-a few hundred kilobytes, not megabytes.
+The live dashboard (as ``FigureWidget``), the HTML report and the static picture of a saved
+notebook (:mod:`hypersched_nb.notebook.static`) all draw what these builders compute, so what
+a person watches and what they keep are the same picture. Trial ``i`` has the same colour in
+every figure and its traces are named ``"trial <i>"``.
+
+Both figures draw one by one the trials that matter (:func:`spotlight`: those holding
+workers now, the best, and the ``most`` that held workers longest) and every other trial
+together, in grey: one band of workers, one bundle of curves. A search of thousands of
+trials stays a few dozen traces: readable, and a few hundred kilobytes.
+
+A redraw costs what changed, not the history. The allocation records only grow, so an
+:class:`AllocationHistory` reads each record once (the dashboard keeps one and feeds it every
+snapshot) and keeps each trial's steps, the workers all trials hold together and each
+trial's worker-seconds. The grey band's top is that total, whoever is drawn apart, so only
+the few trials drawn one by one are stacked anew.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from itertools import pairwise
+from collections.abc import KeysView
+from dataclasses import dataclass
+from itertools import chain
 
-from hypersched_nb.experiment.snapshot import ExperimentSnapshot
+import numpy as np
 
-__all__ = ["allocation_figure", "curves_figure", "colour"]
+from hypersched_nb.experiment.snapshot import Allocation, ExperimentSnapshot, TrialRow
+
+__all__ = [
+    "MOST",
+    "OTHERS",
+    "AllocationHistory",
+    "Bundle",
+    "CurveGroups",
+    "Drawing",
+    "Layer",
+    "Steps",
+    "allocation_drawing",
+    "allocation_figure",
+    "allocation_layers",
+    "allocation_layout",
+    "bundle_curves",
+    "colour",
+    "compact",
+    "curve_groups",
+    "curves_drawing",
+    "curves_figure",
+    "others_name",
+    "spotlight",
+]
 
 _PALETTE = (
     "#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#EECA3B", "#B279A2", "#FF9DA6",
     "#9D755D", "#BAB0AC", "#1F77B4", "#D62728", "#2CA02C", "#9467BD", "#8C564B", "#17BECF",
 )  # fmt: skip
 _DEADLINE = "#C0392B"
-_OTHERS = "#C8C8C8"
+OTHERS = "#C8C8C8"  # every trial not drawn alone
+MOST = 24  # trials drawn one by one for having held workers longest
 
 
 def colour(trial_id: int) -> str:
@@ -30,128 +66,394 @@ def colour(trial_id: int) -> str:
     return _PALETTE[trial_id % len(_PALETTE)]
 
 
+def others_name(count: int) -> str:
+    """The grey group's name: ``"1 other trial"``, ``"12 other trials"``."""
+    return f"{count} other trial{'' if count == 1 else 's'}"
+
+
+# ---------------------------------------------------------------------- the allocation history
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Steps:
+    """A step function: ``values[i]`` from ``times[i]`` until ``times[i + 1]``."""
+
+    times: np.ndarray
+    values: np.ndarray
+
+
+class _Writing:
+    """A step function being written, one change at a time (lists: appending is cheap)."""
+
+    __slots__ = ("times", "values")
+
+    def __init__(self, times: list[float], values: list[int]):
+        self.times, self.values = times, values
+
+    @property
+    def last(self) -> int:
+        return self.values[-1] if self.values else 0
+
+    def set(self, t: float, value: int) -> None:
+        """``value`` from ``t`` on (``t`` is never before the last time): a second change at
+        the same time replaces the first, and a change that changes nothing adds no step."""
+        if self.times and self.times[-1] == t:
+            self.values[-1] = value
+            if len(self.values) > 1 and self.values[-2] == value:  # the change was undone
+                del self.times[-1], self.values[-1]
+        elif not self.times or self.values[-1] != value:
+            self.times.append(t)
+            self.values.append(value)
+
+    def at(self, grid: np.ndarray) -> np.ndarray:
+        """The values at the (sorted) times of ``grid``; 0 before the first step."""
+        index = np.searchsorted(self.times, grid, side="right") - 1
+        values = np.asarray(self.values, dtype=np.int32)
+        return np.where(index >= 0, values[index.clip(0)], 0)
+
+    def until(self, end: float) -> Steps:
+        """The steps so far, with a last point at ``end`` so that the last step is drawn."""
+        times, values = self.times, self.values
+        if end > times[-1]:
+            times, values = [*times, end], [*values, values[-1]]
+        return Steps(np.asarray(times, dtype=float), np.asarray(values, dtype=np.int32))
+
+
+class AllocationHistory:
+    """Who held how many workers when, read from a search's snapshots one record at a time.
+
+    :meth:`read` reads only the records not read before: a later snapshot of the same search
+    shares its earlier records (the same objects), and anything else starts the history
+    anew. Times never go back: a record older than the one before it counts from that time.
+    """
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self.records = 0  # how many of the search's records have been read
+        self._last: Allocation | None = None
+        self._steps: dict[int, _Writing] = {}  # trials that held workers
+        self._total = _Writing([0.0], [0])  # workers held by all trials together
+        self._held: dict[int, float] = {}  # worker-seconds, up to the trial's last change
+        self.holding: set[int] = set()  # trials that hold workers now
+
+    def read(self, snap: ExperimentSnapshot) -> AllocationHistory:
+        """Bring the history up to ``snap``; returns itself."""
+        records = snap.allocation
+        if not self._continued_by(records):
+            self._reset()
+        for record in records[self.records :]:
+            self._add(record)
+        self.records = len(records)
+        self._last = records[-1] if records else None
+        return self
+
+    def _continued_by(self, records: tuple[Allocation, ...]) -> bool:
+        n = self.records
+        return n <= len(records) and (n == 0 or records[n - 1] is self._last)
+
+    def _add(self, a: Allocation) -> None:
+        steps = self._steps.get(a.trial)
+        if steps is None:
+            if a.workers == 0:
+                return  # never held a worker: nothing to draw
+            steps = self._steps[a.trial] = _Writing([], [])
+        t = max(a.time, self._total.times[-1])
+        before = steps.last
+        if steps.times:
+            self._held[a.trial] = self._held.get(a.trial, 0.0) + before * (t - steps.times[-1])
+        steps.set(t, a.workers)
+        self._total.set(t, self._total.last - before + a.workers)
+        if a.workers:
+            self.holding.add(a.trial)
+        else:
+            self.holding.discard(a.trial)
+
+    @property
+    def trials(self) -> KeysView[int]:
+        """The trials that ever held a worker."""
+        return self._steps.keys()
+
+    def changes(self, trial: int) -> list[float]:
+        """The times at which ``trial``'s workers changed."""
+        return self._steps[trial].times
+
+    def workers_at(self, trial: int, grid: np.ndarray) -> np.ndarray:
+        """The workers ``trial`` held at each of the (sorted) times of ``grid``."""
+        return self._steps[trial].at(grid)
+
+    def end(self, snap: ExperimentSnapshot) -> float:
+        """Where the picture ends: now (or the deadline, if earlier), or the last change."""
+        return max(min(snap.time, snap.deadline), self._total.times[-1])
+
+    def total(self, end: float) -> Steps:
+        """The workers held by all trials together, up to ``end``."""
+        return self._total.until(end)
+
+    def worker_seconds(self, trial: int, now: float) -> float:
+        """Workers × seconds that ``trial`` has held until ``now``."""
+        steps = self._steps[trial]
+        return self._held.get(trial, 0.0) + steps.last * (now - steps.times[-1])
+
+
+def spotlight(
+    history: AllocationHistory, snap: ExperimentSnapshot, most: int = MOST
+) -> frozenset[int]:
+    """The trials drawn one by one: those holding workers now, the best, and the ``most``
+    that held workers longest (ties: the older trial). The rest are drawn together."""
+    now = history.end(snap)
+    longest = heapq.nsmallest(
+        most, history.trials, key=lambda t: (-history.worker_seconds(t, now), t)
+    )
+    best = () if snap.best is None else (snap.best.trial_id,)
+    return frozenset((*longest, *history.holding, *best))
+
+
+# ---------------------------------------------------------------------- what the figures draw
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Layer:
+    """One band of the stacked workers: from the band below up to ``top``, a step function
+    (``top[i]`` workers from ``x[i]`` seconds until ``x[i + 1]``; the last point is the
+    picture's end). ``own`` is this band's share at each point."""
+
+    name: str
+    colour: str
+    x: np.ndarray
+    top: np.ndarray
+    own: np.ndarray
+    trials: int = 1  # how many trials it draws
+
+
+def allocation_layers(
+    history: AllocationHistory, snap: ExperimentSnapshot, most: int = MOST
+) -> tuple[Layer, ...]:
+    """The stacked bands, bottom first: the trials in the :func:`spotlight` by id, then the
+    rest as one grey band whose top is the total, from ``history`` read up to ``snap``."""
+    end = history.end(snap)
+    drawn = sorted(history.trials & spotlight(history, snap, most))
+    times = chain.from_iterable(history.changes(t) for t in drawn)
+    grid = np.unique(np.fromiter(chain((0.0, end), times), dtype=float))
+    below = np.zeros(len(grid), dtype=np.int32)
+    layers = []
+    for trial in drawn:
+        own = history.workers_at(trial, grid)
+        below = below + own
+        layers.append(Layer(f"trial {trial}", colour(trial), grid, below, own))
+    rest = len(history.trials) - len(drawn)
+    if rest:
+        total = history.total(end)
+        stacked = below[np.searchsorted(grid, total.times, side="right") - 1]
+        own = total.values - stacked
+        layers.append(Layer(others_name(rest), OTHERS, total.times, total.values, own, rest))
+    return tuple(layers)
+
+
+@dataclass(frozen=True, slots=True)
+class CurveGroups:
+    """The learning curves as the figures draw them: ``leaders`` one by one (the trials in
+    the :func:`spotlight`), ``rest`` as one grey bundle; ``best`` is the best trial's id."""
+
+    leaders: tuple[TrialRow, ...]
+    rest: tuple[TrialRow, ...]
+    best: int | None
+
+
+def curve_groups(
+    history: AllocationHistory, snap: ExperimentSnapshot, most: int = MOST
+) -> CurveGroups:
+    """Split the trials that reported a metric as :func:`allocation_layers` does."""
+    shown = spotlight(history, snap, most)
+    rows = [r for r in snap.trials if r.metrics]
+    return CurveGroups(
+        leaders=tuple(r for r in rows if r.trial_id in shown),
+        rest=tuple(r for r in rows if r.trial_id not in shown),
+        best=None if snap.best is None else snap.best.trial_id,
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Bundle:
+    """Many curves as one polyline, each ended by a point whose metric is NaN (a gap, at
+    its last epoch again so the axis does not grow); ``trial`` names each point. Compact
+    types: the report carries thousands of these points."""
+
+    epoch: np.ndarray
+    metric: np.ndarray
+    trial: np.ndarray
+
+
+def bundle_curves(rows: tuple[TrialRow, ...]) -> Bundle:
+    """The curves of ``rows`` end to end, a NaN point after each (one pass, vectorised)."""
+    runs = np.fromiter((len(r.metrics) + 1 for r in rows), dtype=np.int64, count=len(rows))
+    metric = np.fromiter(
+        chain.from_iterable((*r.metrics, math.nan) for r in rows),
+        dtype=np.float32,
+        count=runs.sum(),
+    )
+    metric[~np.isfinite(metric)] = math.nan
+    ends = np.cumsum(runs)
+    epoch = np.arange(len(metric)) - np.repeat(ends - runs, runs) + 1
+    epoch[ends - 1] -= 1
+    trial = np.repeat(np.fromiter((r.trial_id for r in rows), dtype=np.int64), runs)
+    return Bundle(compact(epoch), metric, compact(trial))
+
+
+def compact(counts: np.ndarray) -> np.ndarray:
+    """Non-negative whole numbers in the smallest type that holds them (what plotly writes)."""
+    top = int(counts.max(initial=0))
+    for kind in (np.int8, np.int16, np.int32):
+        if top <= np.iinfo(kind).max:
+            return counts.astype(kind)
+    return counts
+
+
+# ---------------------------------------------------------------------- plotly
+
+
+@dataclass(frozen=True, slots=True)
+class Drawing:
+    """What a plotly figure shows, as plotly's plain dicts: the dashboard compares two of
+    them to send only what changed."""
+
+    traces: tuple[dict, ...]
+    layout: dict
+
+    def figure(self):
+        import plotly.graph_objects as go
+
+        return go.Figure(data=list(self.traces), layout=self.layout)
+
+
 def _x_scale(snap: ExperimentSnapshot) -> tuple[float, str]:
     """Seconds or minutes, whichever reads better at this deadline."""
     return (60.0, "minutes since start") if snap.deadline >= 600 else (1.0, "seconds since start")
 
 
-def allocation_figure(
-    snap: ExperimentSnapshot, *, height: int = 320, traces: bool = True, most: int = 24
-):
-    """Workers held by each trial over time (stacked steps), the cluster's size, the
-    deadline (red) and, while the search runs, now (grey). ``traces=False``: the frame only;
-    ``most``: trials drawn one by one, the rest as one band (see the module's docstring)."""
-    import plotly.graph_objects as go
+def _translucent(hex_colour: str, alpha: float = 0.6) -> str:
+    r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
 
+
+def allocation_drawing(
+    snap: ExperimentSnapshot,
+    *,
+    history: AllocationHistory | None = None,
+    most: int = MOST,
+    height: int = 320,
+) -> Drawing:
+    """Workers held by each trial over time (stacked steps), the cluster's size, the deadline
+    (red) and, while the search runs, now (grey). ``history``: the dashboard's own, read on
+    from where it was (default: a new one); ``most``: see :func:`spotlight`."""
+    history = (AllocationHistory() if history is None else history).read(snap)
+    unit, _ = _x_scale(snap)
+    traces = [_cluster_trace(snap, unit)] if snap.capacity else []
+    for i, layer in enumerate(allocation_layers(history, snap, most)):
+        traces.append(
+            dict(
+                type="scatter", name=layer.name, x=layer.x / unit, y=compact(layer.top),
+                customdata=compact(layer.own),
+                mode="lines", line=dict(width=0.5, shape="hv", color=layer.colour),
+                fill="tozeroy" if i == 0 else "tonexty", fillcolor=_translucent(layer.colour),
+                hovertemplate=f"{layer.name}: %{{customdata}} workers<extra></extra>",
+            )
+        )  # fmt: skip
+    return Drawing(tuple(traces), allocation_layout(snap, height=height))
+
+
+def _cluster_trace(snap: ExperimentSnapshot, unit: float) -> dict:
+    """The cluster's size as a dotted step line, drawn over the bands."""
+    x = [t / unit for t, _ in snap.capacity] + [min(snap.time, snap.deadline) / unit]
+    y = [w for _, w in snap.capacity] + [snap.capacity[-1][1]]
+    return dict(
+        type="scatter", name="cluster", x=x, y=y, mode="lines", zorder=1, hoverinfo="skip",
+        line=dict(color="#555", dash="dot", shape="hv", width=1),
+    )  # fmt: skip
+
+
+def allocation_layout(snap: ExperimentSnapshot, *, height: int = 320) -> dict:
+    """The allocation figure's frame: axes, the deadline and now (all that moves when only
+    time passes)."""
     unit, label = _x_scale(snap)
-    times, series = snap.allocation_series() if traces else ([], {})
-    xs = [t / unit for t in times]
-    series, others = _grouped(snap, times, series, most)
-    fig = go.Figure()
-    for tid in sorted(series):
-        ys = series[tid]
-        fig.add_trace(
-            go.Scatter(
-                x=xs, y=ys, name=f"trial {tid}", mode="lines",
-                line=dict(width=0.5, shape="hv", color=colour(tid)), stackgroup="workers",
-                hovertemplate=f"trial {tid}: %{{y}} workers<extra></extra>",
-            )
-        )  # fmt: skip
-    if others is not None:
-        count, ys = others
-        fig.add_trace(
-            go.Scatter(
-                x=xs, y=ys, name=f"{count} other trials", mode="lines",
-                line=dict(width=0.5, shape="hv", color=_OTHERS), stackgroup="workers",
-                hovertemplate=f"{count} other trials: %{{y}} workers<extra></extra>",
-            )
-        )  # fmt: skip
-    if traces and snap.capacity:
-        cx = [t / unit for t, _ in snap.capacity] + [min(snap.time, snap.deadline) / unit]
-        cy = [w for _, w in snap.capacity] + [snap.capacity[-1][1]]
-        fig.add_trace(
-            go.Scatter(
-                x=cx, y=cy, name="cluster", mode="lines",
-                line=dict(color="#555", dash="dot", shape="hv", width=1), hoverinfo="skip",
-            )
-        )  # fmt: skip
     top = max([w for _, w in snap.capacity] + [snap.workers, 1])
     end = max(snap.deadline, snap.time) * 1.04 / unit
     shapes = [_vline(snap.deadline / unit, _DEADLINE, "dash")]
-    notes = [
-        dict(
-            x=snap.deadline / unit,
-            y=top + 0.35,
-            text="deadline",
-            showarrow=False,
-            font=dict(color=_DEADLINE),
-        )
-    ]
     if not snap.done:
         shapes.append(_vline(snap.time / unit, "#888", "dot"))
-    fig.update_layout(
-        height=height, margin=dict(l=50, r=10, t=30, b=40), shapes=shapes, annotations=notes,
+    deadline = dict(
+        x=snap.deadline / unit, y=top + 0.35, text="deadline", showarrow=False,
+        font=dict(color=_DEADLINE),
+    )  # fmt: skip
+    return dict(
+        height=height, margin=dict(l=50, r=10, t=30, b=40), shapes=shapes, annotations=[deadline],
         title=dict(text="workers per trial", font=dict(size=14)), legend=dict(font=dict(size=10)),
-        xaxis=dict(title=label, range=[0, end]), yaxis=dict(title="workers", range=[0, top + 0.6], dtick=1),
+        xaxis=dict(title=dict(text=label), range=[0, end]),
+        yaxis=dict(title=dict(text="workers"), range=[0, top + 0.6], dtick=1),
         template="plotly_white", uirevision="keep",
     )  # fmt: skip
-    return fig
-
-
-def _grouped(snap: ExperimentSnapshot, times: list[float], series: dict, most: int):
-    """(the trials drawn one by one, (count, summed workers) of the rest or None)."""
-    if len(series) <= most:
-        return series, None
-    spans = [b - a for a, b in pairwise(times)]  # nothing is held after the last time
-    held = {tid: sum(w * d for w, d in zip(ys, spans, strict=False)) for tid, ys in series.items()}
-    keep = set(sorted(held, key=lambda t: (-held[t], t))[:most])
-    keep |= {r.trial_id for r in snap.trials if r.state == "RUNNING" and r.trial_id in series}
-    if snap.best is not None and snap.best.trial_id in series:
-        keep.add(snap.best.trial_id)
-    rest = [ys for tid, ys in series.items() if tid not in keep]
-    if not rest:
-        return series, None
-    summed = [sum(column) for column in zip(*rest, strict=True)]
-    return {tid: series[tid] for tid in keep}, (len(rest), summed)
 
 
 def _vline(x: float, color: str, dash: str) -> dict:
     return dict(
-        type="line",
-        xref="x",
-        yref="paper",
-        x0=x,
-        x1=x,
-        y0=0,
-        y1=1,
+        type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1,
         line=dict(color=color, dash=dash, width=2),
-    )
-
-
-def curves_figure(snap: ExperimentSnapshot, *, height: int = 320):
-    """The metric after every epoch of every trial; the best trial bold, trials that are
-    over faded."""
-    import plotly.graph_objects as go
-
-    best = snap.best.trial_id if snap.best is not None else None
-    fig = go.Figure()
-    for row in snap.trials:
-        ys = [m if math.isfinite(m) else None for m in row.metrics]
-        if not ys:
-            continue
-        live = row.state in ("RUNNING", "PAUSED", "PENDING")
-        fig.add_trace(
-            go.Scatter(
-                x=list(range(1, len(ys) + 1)), y=ys, name=f"trial {row.trial_id}",
-                mode="lines+markers" if len(ys) < 30 else "lines",
-                line=dict(color=colour(row.trial_id), width=3.5 if row.trial_id == best else 1.5),
-                marker=dict(size=4), opacity=1.0 if live or row.trial_id == best else 0.45,
-                hovertemplate=f"trial {row.trial_id} ({row.state.lower()}) epoch %{{x}}: %{{y:.4g}}<extra></extra>",
-            )
-        )  # fmt: skip
-    fig.update_layout(
-        height=height, margin=dict(l=50, r=10, t=30, b=40), template="plotly_white", uirevision="keep",
-        title=dict(text=f"{snap.metric} per epoch ({'higher' if snap.mode == 'max' else 'lower'} is better)", font=dict(size=14)),
-        xaxis=dict(title="epoch"), yaxis=dict(title=snap.metric), showlegend=False,
     )  # fmt: skip
-    return fig
+
+
+def allocation_figure(snap: ExperimentSnapshot, *, height: int = 320, most: int = MOST):
+    """:func:`allocation_drawing` as a plotly ``Figure``."""
+    return allocation_drawing(snap, most=most, height=height).figure()
+
+
+def curves_drawing(
+    snap: ExperimentSnapshot,
+    *,
+    history: AllocationHistory | None = None,
+    most: int = MOST,
+    height: int = 320,
+) -> Drawing:
+    """The metric after every epoch: the trials in the :func:`spotlight` in their colours
+    (the best bold, those that are over faded) over one grey bundle of every other trial."""
+    history = (AllocationHistory() if history is None else history).read(snap)
+    groups = curve_groups(history, snap, most)
+    traces = [_bundle_trace(groups.rest)] if groups.rest else []
+    traces += [_curve_trace(row, row.trial_id == groups.best) for row in groups.leaders]
+    better = "higher" if snap.mode == "max" else "lower"
+    layout = dict(
+        height=height, margin=dict(l=50, r=10, t=30, b=40), template="plotly_white", uirevision="keep",
+        title=dict(text=f"{snap.metric} per epoch ({better} is better)", font=dict(size=14)),
+        xaxis=dict(title=dict(text="epoch")), yaxis=dict(title=dict(text=snap.metric)),
+        showlegend=False,
+    )  # fmt: skip
+    return Drawing(tuple(traces), layout)
+
+
+def _curve_trace(row: TrialRow, best: bool) -> dict:
+    y = np.array([m if math.isfinite(m) else math.nan for m in row.metrics], dtype=float)
+    live = row.state in ("RUNNING", "PAUSED", "PENDING")
+    return dict(
+        type="scattergl", name=f"trial {row.trial_id}", x=compact(np.arange(1, len(y) + 1)), y=y,
+        mode="lines+markers" if len(y) < 30 else "lines",
+        line=dict(color=colour(row.trial_id), width=3.5 if best else 1.5),
+        marker=dict(size=4), opacity=1.0 if live or best else 0.45,
+        hovertemplate=f"trial {row.trial_id} ({row.state.lower()}) epoch %{{x}}: %{{y:.4g}}<extra></extra>",
+    )  # fmt: skip
+
+
+def _bundle_trace(rows: tuple[TrialRow, ...]) -> dict:
+    """The grey bundle, under the curves drawn alone (all WebGL: thousands of short curves
+    stay cheap to draw, and WebGL draws over SVG, so the leaders must be WebGL too)."""
+    b = bundle_curves(rows)
+    return dict(
+        type="scattergl", name=others_name(len(rows)), x=b.epoch, y=b.metric, customdata=b.trial,
+        mode="lines+markers", line=dict(color=OTHERS, width=1), marker=dict(size=3, color=OTHERS),
+        opacity=0.6,
+        hovertemplate="trial %{customdata} epoch %{x}: %{y:.4g}<extra></extra>",
+    )  # fmt: skip
+
+
+def curves_figure(snap: ExperimentSnapshot, *, height: int = 320, most: int = MOST):
+    """:func:`curves_drawing` as a plotly ``Figure``."""
+    return curves_drawing(snap, most=most, height=height).figure()

@@ -3,7 +3,10 @@
 Live widgets need a kernel and their saved state goes stale; a saved notebook shown on
 GitHub, nbviewer or a front end without the widget manager falls back to this: a summary,
 the workers per trial against the deadline and the learning curves, small and with no
-JavaScript.
+JavaScript. It draws what the live figures draw (:mod:`hypersched_nb.notebook.figures`):
+the same trials one by one in the same colours, every other trial in one grey band and one
+grey bundle of curves. Paths are drawn at half a pixel, so that a search of thousands of
+trials stays a picture of tens of kilobytes.
 """
 
 from __future__ import annotations
@@ -11,8 +14,18 @@ from __future__ import annotations
 import html
 import math
 
-from hypersched_nb.experiment.snapshot import ExperimentSnapshot
-from hypersched_nb.notebook.figures import colour
+import numpy as np
+
+from hypersched_nb.experiment.snapshot import ExperimentSnapshot, TrialRow
+from hypersched_nb.notebook.figures import (
+    OTHERS,
+    AllocationHistory,
+    allocation_layers,
+    bundle_curves,
+    colour,
+    curve_groups,
+    others_name,
+)
 
 __all__ = ["static_html", "allocation_svg", "curves_svg", "show", "bundles"]
 
@@ -87,25 +100,28 @@ def _frame(title: str, body: list[str], x_label: str, y_label: str) -> str:
 
 
 def allocation_svg(snap: ExperimentSnapshot) -> str:
-    """Stacked rectangles: trial i holds k workers from t0 to t1; the deadline in red."""
-    times, series = snap.allocation_series()
+    """The live figure's stacked bands as filled paths (one per trial drawn alone, one grey
+    band for the rest, named in a corner); the deadline in red."""
+    layers = allocation_layers(AllocationHistory().read(snap), snap)
     span = max(snap.deadline, snap.time, 1e-9) * 1.04
     top = max([w for _, w in snap.capacity] + [snap.workers, 1])
-    sx = (_W - 2 * _PAD) / span
-    sy = _H / top
+    sx, sy = (_W - 2 * _PAD) / span, _H / top
     body = []
-    for i in range(len(times) - 1):
-        base = 0
-        for tid in sorted(series):
-            k = series[tid][i]
-            if k:
-                x0, x1 = _PAD + times[i] * sx, _PAD + times[i + 1] * sx
-                y = _PAD + _H - (base + k) * sy
-                body.append(
-                    f'<rect x="{x0:.1f}" y="{y:.1f}" width="{max(x1 - x0, 0.5):.1f}" height="{k * sy:.1f}" '
-                    f'fill="{colour(tid)}" stroke="#fff" stroke-width="0.3"><title>trial {tid}: {k}</title></rect>'
-                )
-                base += k
+    end = layers[0].x[-1] if layers else 0.0
+    below = _steps_xy(np.array([0.0, end]), np.zeros(2), sx, sy)
+    for layer in layers:
+        edge = _steps_xy(layer.x, layer.top, sx, sy)
+        outline = np.concatenate([edge, below[::-1]])
+        body.append(
+            f'<path d="M{_points(outline)}Z" fill="{layer.colour}">'
+            f"<title>{html.escape(layer.name)}</title></path>"
+        )
+        below = edge
+    if layers and layers[-1].trials > 1:
+        body.append(
+            f'<text x="{_W - _PAD}" y="16" font-size="11" fill="#888" '
+            f'text-anchor="end">grey: {html.escape(layers[-1].name)}</text>'
+        )
     xd = _PAD + snap.deadline * sx
     body.append(
         f'<line x1="{xd:.1f}" x2="{xd:.1f}" y1="{_PAD}" y2="{_PAD + _H}" stroke="#C0392B" stroke-width="2" stroke-dasharray="5,3"/>'
@@ -122,6 +138,23 @@ def allocation_svg(snap: ExperimentSnapshot) -> str:
     return _frame("workers per trial", body, f"{name} since start", "workers")
 
 
+def _steps_xy(x: np.ndarray, top: np.ndarray, sx: float, sy: float) -> np.ndarray:
+    """The outline of a step function (horizontal, then vertical) in pixels, at half a
+    pixel: of a run of points along one line, only its ends are kept."""
+    px = np.repeat(np.round((_PAD + x * sx) * 2) / 2, 2)[1:]
+    py = np.repeat(np.round((_PAD + _H - top * sy) * 10) / 10, 2)[:-1]
+    xy = np.column_stack([px, py])
+    xy = xy[np.r_[True, (np.diff(xy, axis=0) != 0).any(axis=1)]]  # no point twice
+    if len(xy) < 3:
+        return xy
+    inner = [(xy[:-2, k] == xy[1:-1, k]) & (xy[1:-1, k] == xy[2:, k]) for k in (0, 1)]
+    return xy[np.r_[True, ~(inner[0] | inner[1]), True]]
+
+
+def _points(xy: np.ndarray) -> str:
+    return " ".join(f"{x:g},{y:g}" for x, y in xy)
+
+
 def _x_ticks(values, scale: float, label) -> list[str]:
     return [
         f'<text x="{_PAD + v * scale:.1f}" y="{_PAD + _H + 14}" font-size="10" text-anchor="middle">{label(v)}</text>'
@@ -130,34 +163,20 @@ def _x_ticks(values, scale: float, label) -> list[str]:
 
 
 def curves_svg(snap: ExperimentSnapshot) -> str:
-    """One polyline per trial, metric against epoch; the best trial bold."""
-    rows = [r for r in snap.trials if any(math.isfinite(m) for m in r.metrics)]
-    values = [m for r in rows for m in r.metrics if math.isfinite(m)]
+    """One polyline per trial drawn alone (the best bold), metric against epoch, over one
+    grey path for every other trial, as the live figure draws them."""
+    groups = curve_groups(AllocationHistory().read(snap), snap)
+    values = [m for r in groups.leaders + groups.rest for m in r.metrics if math.isfinite(m)]
     body = []
     if values:
         lo, hi = min(values), max(values)
         hi = hi if hi > lo else lo + 1.0
-        longest = max(len(r.metrics) for r in rows)
+        longest = max(len(r.metrics) for r in groups.leaders + groups.rest)
         sx = (_W - 2 * _PAD) / max(longest - 1, 1)
-        best = snap.best.trial_id if snap.best is not None else None
-        for r in rows:
-            xy = [
-                (_PAD + i * sx, _PAD + _H - (m - lo) / (hi - lo) * _H)
-                for i, m in enumerate(r.metrics)
-                if math.isfinite(m)
-            ]
-            width, c = (3 if r.trial_id == best else 1.2), colour(r.trial_id)
-            title = f"<title>trial {r.trial_id}</title>"
-            if len(xy) == 1:  # stopped after one epoch: a dot
-                body.append(
-                    f'<circle cx="{xy[0][0]:.1f}" cy="{xy[0][1]:.1f}" r="2" fill="{c}" opacity="0.6">{title}</circle>'
-                )
-                continue
-            pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
-            body.append(
-                f'<polyline points="{pts}" fill="none" stroke="{c}" stroke-width="{width}" '
-                f'opacity="{1 if r.trial_id == best else 0.6}">{title}</polyline>'
-            )
+        if groups.rest:
+            body.append(_bundle_path(groups.rest, lo, hi, sx))
+        for r in groups.leaders:
+            body.append(_curve(r, r.trial_id == groups.best, lo, hi, sx))
         body.append(
             f'<text x="{_PAD - 4}" y="{_PAD + 8}" font-size="10" text-anchor="end">{hi:.3g}</text>'
         )
@@ -167,3 +186,41 @@ def curves_svg(snap: ExperimentSnapshot) -> str:
         step = max(1, round((longest - 1) / 5))
         body += _x_ticks([e - 1 for e in range(1, longest + 1, step)], sx, lambda e: str(e + 1))
     return _frame(f"{snap.metric} per epoch", body, "epoch", snap.metric)
+
+
+def _curve(r: TrialRow, best: bool, lo: float, hi: float, sx: float) -> str:
+    xy = [
+        (_PAD + i * sx, _PAD + _H - (m - lo) / (hi - lo) * _H)
+        for i, m in enumerate(r.metrics)
+        if math.isfinite(m)
+    ]
+    width, c = (3 if best else 1.2), colour(r.trial_id)
+    title = f"<title>trial {r.trial_id}</title>"
+    if len(xy) == 1:  # stopped after one epoch: a dot
+        return f'<circle cx="{xy[0][0]:.1f}" cy="{xy[0][1]:.1f}" r="2" fill="{c}" opacity="0.6">{title}</circle>'
+    pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
+    return (
+        f'<polyline points="{pts}" fill="none" stroke="{c}" stroke-width="{width}" '
+        f'opacity="{1 if best else 0.6}">{title}</polyline>'
+    )
+
+
+def _bundle_path(rows: tuple[TrialRow, ...], lo: float, hi: float, sx: float) -> str:
+    """Every other trial's curve in one grey path, at half a pixel; a curve drawn before at
+    that resolution is drawn once (round caps make a one-epoch curve a dot)."""
+    b = bundle_curves(rows)
+    px = np.round((_PAD + (b.epoch - 1) * sx) * 2) / 2
+    py = np.round((_PAD + _H - (b.metric - lo) / (hi - lo) * _H) * 2) / 2
+    curves, current = {}, []
+    for x, y in zip(px.tolist(), py.tolist(), strict=True):
+        if math.isnan(y):  # the end of one trial's curve
+            if current:
+                curves["M" + "L".join(current)] = None
+            current = []
+        else:
+            current.append(f"{x:g},{y:g}")
+    d = "".join(c if "L" in c else c + "h0" for c in curves)
+    return (
+        f'<path d="{d}" fill="none" stroke="{OTHERS}" stroke-width="1" stroke-linecap="round" '
+        f'opacity="0.7"><title>{html.escape(others_name(len(rows)))}</title></path>'
+    )

@@ -7,6 +7,13 @@ import pytest
 from hypersched_nb.demo import _Progress, main
 
 
+@pytest.fixture(autouse=True)
+def _demo_environment(monkeypatch):
+    """The demo quiets Dask through the environment, as a program may: here it is undone after
+    each test, or every later cluster of the test run would log nothing below ERROR."""
+    monkeypatch.setenv("DASK_LOGGING__DISTRIBUTED", "error")
+
+
 class Tty(io.StringIO):
     def isatty(self):
         return True

@@ -1,11 +1,16 @@
-"""A finished simulated search to draw, and a fresh IPython shell with the magic loaded."""
+"""Finished simulated searches to draw (a small one, and one of a hundred trials), the views a
+dashboard has of a search while it runs, and a fresh IPython shell with the magic loaded."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 
 from hypersched_nb import Experiment
 from hypersched_nb.core.scaling import ScalingCurve
+from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.sim.trace import Trace
+from hypersched_nb.testing.traces import synthetic_trace
 
 
 def small_trace(configs: int = 10, epochs: int = 6) -> Trace:
@@ -29,6 +34,46 @@ def replay():
 def finished(replay):
     replay.run()
     return replay
+
+
+@pytest.fixture
+def crowded():
+    """A finished search in which about a hundred trials held workers: more than the figures
+    draw one by one."""
+    exp = Experiment.replay(
+        synthetic_trace(n=120, epochs=8), policy="hypersched", deadline=300, workers=4,
+        configs=120, seed=0,
+    )  # fmt: skip
+    exp.run()
+    return exp
+
+
+def views(snap: ExperimentSnapshot, count: int) -> list[ExperimentSnapshot]:
+    """``count`` snapshots of the search ``snap`` ends, as a dashboard sees it while it runs:
+    the first k allocation records (the same objects, as a live search shares them), at the
+    time of the last of them; the last view is ``snap`` itself."""
+    n = len(snap.allocation)
+    cuts = sorted({max(1, n * i // count) for i in range(1, count)})
+    return [
+        dataclasses.replace(
+            snap,
+            allocation=snap.allocation[:k],
+            time=snap.allocation[k - 1].time,
+            status="running",
+            version=k,
+        )  # fmt: skip
+        for k in cuts
+    ] + [snap]
+
+
+class Recorded:
+    """What a dashboard watches, standing in for an experiment: the snapshot set by hand."""
+
+    def __init__(self, snap: ExperimentSnapshot):
+        self.snap = snap
+
+    def statistics(self) -> ExperimentSnapshot:
+        return self.snap
 
 
 @pytest.fixture

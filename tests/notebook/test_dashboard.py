@@ -2,6 +2,8 @@
 
 import re
 
+import numpy as np
+
 from hypersched_nb.notebook.dashboard import Dashboard
 from hypersched_nb.notebook.figures import allocation_figure, colour, curves_figure
 from hypersched_nb.notebook.static import static_html
@@ -61,8 +63,9 @@ def test_the_stop_button_stops(finished):
 def test_the_allocation_figure_stacks_steps_against_the_deadline(finished):
     snap = finished.statistics()
     fig = allocation_figure(snap)
-    trial = next(t for t in fig.data if t.name.startswith("trial "))
-    assert trial.stackgroup == "workers" and trial.line.shape == "hv"
+    first, second = [t for t in fig.data if t.name.startswith("trial ")][:2]
+    assert first.fill == "tozeroy" and second.fill == "tonexty"  # each band on the one below
+    assert first.line.shape == "hv" and (second.y >= first.y).all()
     deadline = fig.layout.shapes[0]
     assert deadline.x0 == deadline.x1 == snap.deadline  # seconds: the deadline is under 10 minutes
     assert len(fig.layout.shapes) == 1  # a finished search draws no "now" line
@@ -74,15 +77,16 @@ def test_beyond_most_trials_the_rest_are_one_band_and_the_total_is_kept(finished
     times, series = snap.allocation_series()
     assert len(series) > 2  # the fixture's search has more trials than drawn here
     fig = allocation_figure(snap, most=1)
-    stacked = [t for t in fig.data if t.stackgroup == "workers"]
+    stacked = [t for t in fig.data if t.name != "cluster"]
     alone = {t.name for t in stacked if t.name.startswith("trial ")}
     # the trial that held workers longest, and the best
     assert f"trial {snap.best.trial_id}" in alone and len(alone) <= 2
-    (band,) = [t for t in stacked if t.name.endswith("other trials")]
+    band = stacked[-1]  # on top of the trials drawn alone
     assert band.name == f"{len(series) - len(alone)} other trials"
-    totals = [sum(column) for column in zip(*series.values(), strict=True)]
-    drawn = [sum(column) for column in zip(*(t.y for t in stacked), strict=True)]
-    assert drawn == totals  # no worker lost
+    on_top = [band.y[np.searchsorted(band.x, t, side="right") - 1] for t in times]
+    assert on_top == [
+        sum(column) for column in zip(*series.values(), strict=True)
+    ]  # no worker lost
 
 
 def test_curves_colour_trials_as_the_allocation_does(finished):
@@ -97,7 +101,7 @@ def test_the_static_picture_is_plain_html_and_svg(finished):
     page = static_html(snap)
     assert "<script" not in page
     assert "deadline" in page and "best config: " in page
-    assert page.count("<rect") > 2 and "<polyline" in page
+    assert page.count("<path") > 2 and "<polyline" in page  # a band per trial, a line per curve
 
 
 def test_show_gives_interactive_figures_with_an_svg_fallback(finished):

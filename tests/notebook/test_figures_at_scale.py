@@ -1,0 +1,115 @@
+"""The figures at scale: trials grouped the same way live, in the static picture and in the
+report, and a dashboard that redraws in place drawing exactly what a fresh figure draws."""
+
+import json
+import re
+
+import numpy as np
+
+from hypersched_nb import Experiment
+from hypersched_nb.notebook.dashboard import Dashboard
+from hypersched_nb.notebook.figures import (
+    AllocationHistory,
+    allocation_figure,
+    allocation_layers,
+    curves_figure,
+    spotlight,
+)
+from hypersched_nb.notebook.static import allocation_svg, curves_svg, static_html
+from hypersched_nb.testing.traces import synthetic_trace
+from tests.notebook.conftest import Recorded, views
+
+
+def drawn(fig) -> dict:
+    """A figure as plotly writes it: what the front end receives."""
+    return json.loads(fig.to_json())
+
+
+def test_a_dashboard_redrawn_in_place_draws_what_a_fresh_figure_draws(crowded):
+    final = crowded.statistics()
+    seen = views(final, 12)
+    watched = Recorded(seen[0])
+    dash = Dashboard(watched)
+    for snap in seen[1:]:
+        watched.snap = snap
+        dash.refresh(snap)
+        assert drawn(dash.allocation) == drawn(allocation_figure(snap))
+        assert drawn(dash.curves) == drawn(curves_figure(snap))
+    assert len(dash.allocation.data) < 40  # grouped: a hundred trials, a few dozen traces
+
+
+def test_a_redraw_when_only_time_moved_moves_the_now_line(crowded):
+    snap = views(crowded.statistics(), 4)[1]
+    watched = Recorded(snap)
+    dash = Dashboard(watched)
+    later = type(snap)(**{**snap.__dict__, "time": snap.time + 30.0})  # the same version
+    dash.refresh(later)
+    assert drawn(dash.allocation)["layout"] == drawn(allocation_figure(later))["layout"]
+    assert dash.allocation.layout.shapes[1].x0 == later.time  # the "now" line
+
+
+def test_a_snapshot_of_another_search_is_drawn_from_scratch(crowded, finished):
+    dash = Dashboard(crowded)
+    other = finished.statistics()  # not a later picture of the same search
+    dash.refresh(other)
+    assert drawn(dash.allocation) == drawn(allocation_figure(other))
+    assert drawn(dash.curves) == drawn(curves_figure(other))
+
+
+def test_the_history_reads_each_record_once(crowded):
+    final = crowded.statistics()
+    history, read = AllocationHistory(), []
+    add = history._add
+    history._add = lambda record: (read.append(record), add(record))
+    for snap in views(final, 10):
+        history.read(snap)
+        history.read(snap)  # the same snapshot again reads nothing
+    assert read == list(final.allocation)
+
+
+def test_a_history_read_in_steps_is_the_history_read_at_once(crowded):
+    final = crowded.statistics()
+    stepped, whole = AllocationHistory(), AllocationHistory().read(final)
+    for snap in views(final, 10):
+        stepped.read(snap)
+    assert list(stepped.trials) == list(whole.trials) and stepped.holding == whole.holding
+    end = whole.end(final)
+    for trial in whole.trials:
+        assert stepped.worker_seconds(trial, end) == whole.worker_seconds(trial, end)
+    total, all_at_once = stepped.total(end), whole.total(end)
+    assert np.array_equal(total.times, all_at_once.times)
+    assert np.array_equal(total.values, all_at_once.values)
+    assert spotlight(stepped, final) == spotlight(whole, final)
+
+
+def test_every_band_tops_the_workers_of_the_trials_at_and_below_it(crowded):
+    snap = crowded.statistics()
+    times, series = snap.allocation_series()
+    layers = allocation_layers(AllocationHistory().read(snap), snap, most=5)
+    alone = [int(layer.name.split()[1]) for layer in layers[:-1]]
+    assert layers[-1].trials == len(series) - len(alone)  # the grey band: everyone else
+    for i, layer in enumerate(layers):
+        under = series.keys() if layer is layers[-1] else alone[: i + 1]
+        tops = layer.top[np.searchsorted(layer.x, times, side="right") - 1]
+        assert list(tops) == [sum(series[t][k] for t in under) for k in range(len(times))]
+
+
+def test_the_static_picture_groups_trials_as_the_live_figure_does(crowded):
+    snap = crowded.statistics()
+    bands = re.findall(r"<path [^>]*><title>([^<]+)</title>", allocation_svg(snap))
+    live = [t.name for t in allocation_figure(snap).data if t.name != "cluster"]
+    assert bands == live  # the same bands, bottom first, in the same colours
+    assert live[-1].endswith("other trials") and f"grey: {live[-1]}" in allocation_svg(snap)
+    curves = re.findall(r"<title>([^<]+)</title>", curves_svg(snap))
+    assert curves == [t.name for t in curves_figure(snap).data]  # the grey bundle, then leaders
+
+
+def test_the_static_picture_stays_small_and_grouped_at_two_thousand_trials():
+    exp = Experiment.replay(
+        synthetic_trace(n=2000, epochs=16), policy="hypersched", deadline=6000, workers=8,
+        configs=2000, seed=0,
+    )  # fmt: skip
+    exp.run()
+    page = static_html(exp.statistics())
+    assert page.count("<path") < 40  # a band or a line per trial drawn alone, one grey of each
+    assert len(page) < 250_000  # it was 4.4 MB: a rectangle per trial and time step
