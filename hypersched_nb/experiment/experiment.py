@@ -288,10 +288,8 @@ class Experiment:
     def best_checkpoint(self) -> BestCheckpoint | None:
         """Where the weights of :attr:`best` are (``url``, ``sha256``, ``epoch``,
         ``trial_id``, ``metric``): its worker wrote them when that epoch became the search's
-        best, unless writing them then would have cost more than the checkpoint budget (a
-        large model's best soon after another): the best written before is given instead,
-        and its ``trial_id``, ``epoch`` and ``metric`` say so. None before the first result,
-        and for a runtime that keeps no weights (a replay of a trace)."""
+        best, so their ``trial_id``, ``epoch`` and ``metric`` are :attr:`best`'s. None before
+        the first result, and for a runtime that keeps no weights (a replay of a trace)."""
         best = self.best
         runtime = self._observed.inner if self._observed is not None else None
         find = getattr(runtime, "best_checkpoint", None)

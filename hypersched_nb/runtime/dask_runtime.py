@@ -206,10 +206,9 @@ class DaskRuntime:
         return None if t is None else t.ckpt
 
     def best_checkpoint(self, at_most: float | None = None) -> BestCheckpoint | None:
-        """The best weights kept: of the best result so far, or of the one before it if its
-        write would have broken the checkpoint budget; with ``at_most``, the best whose
-        metric is not better than that (the search's best by its deadline: an epoch may end
-        just after it). None if there is none."""
+        """The weights of the best result so far; with ``at_most``, of the best whose metric
+        is not better than that (the search's best by its deadline: an epoch may end just
+        after it). None if there is none."""
         return self._bests.best(at_most)
 
     def trial_seed(self, trial_id: int) -> int:

@@ -57,11 +57,12 @@ def test_an_epoch_that_beats_the_best_so_far_writes_its_weights_apart(tmp_path):
     assert _worker.step(0, 1, save(BestBar("loss", -1.0, -0.0))).best is None
     # a metric step() does not report: nothing written (the client reports it)
     assert _worker.step(0, 1, save(BestBar("missing", 1.0, None))).best is None
-    # a record, but over the write budget
-    assert _worker.step(0, 1, save(BestBar("loss", -1.0, 1e9), overhead=0.0)).best is None
-    # unless none is kept yet
-    assert _worker.step(0, 1, save(BestBar("loss", -1.0, None), overhead=0.0)).best.epoch == 6
-    assert len(list((tmp_path / "best").glob("*.pt"))) == 2
+    # a record when no checkpoint may be written (a zero budget): its weights still are
+    record = _worker.step(0, 1, save(BestBar("loss", -1.0, -1e9), overhead=0.0))
+    assert record.ckpt is None and record.best.epoch == 5
+    # and at once again at the next record: a best's weights are never skipped
+    assert _worker.step(0, 1, save(BestBar("loss", -1.0, -1e9), overhead=0.0)).best.epoch == 6
+    assert len(list((tmp_path / "best").glob("*.pt"))) == 3
 
 
 def test_restore_and_replay_give_the_weights_of_straight_training(tmp_path):
