@@ -84,9 +84,11 @@ class Resident:
 
 class _Replica:
     __slots__ = (
+        "config",
         "ctx",
         "epochs",
         "group",
+        "metrics",
         "since_write",
         "token",
         "trainable",
@@ -94,10 +96,15 @@ class _Replica:
         "write_cost",
     )
 
-    def __init__(
-        self, trial_id: int, token: int, trainable, ctx: TrainContext, epochs: int, group: bool
-    ):
-        self.trial_id, self.token, self.trainable, self.ctx = trial_id, token, trainable, ctx
+    def __init__(self, spec: StartSpec, trainable, ctx: TrainContext, epochs: int, group: bool):
+        self.trial_id, self.token, self.trainable, self.ctx = (
+            spec.trial_id,
+            spec.token,
+            trainable,
+            ctx,
+        )
+        self.config = spec.config
+        self.metrics: dict = {}  # of the last epoch, as plain values (rank 0)
         self.epochs = epochs  # epochs this trial has trained, counting those before a restore
         self.since_write = 0.0  # training seconds since the last checkpoint
         self.write_cost: float | None = None  # seconds the last checkpoint took
@@ -141,7 +148,7 @@ def start(
         )  # fmt: skip
         _seed_everything(spec.seed)
         trainable = spec.factory()
-        rep = _Replica(spec.trial_id, spec.token, trainable, ctx, 0, spec.world > 1)
+        rep = _Replica(spec, trainable, ctx, 0, spec.world > 1)
         _RESIDENT[spec.trial_id] = rep
         trainable.setup(spec.config, ctx)
         if ckpt is not None:
@@ -260,6 +267,8 @@ def _epoch(rep: _Replica, save: SaveSpec | None) -> Epoch | Failed:
             )
         rep.epochs += 1
         rep.since_write += secs
+        if rep.ctx.rank == 0:
+            rep.metrics = _plain(metrics)
         ckpt = best = None
         t1 = time.perf_counter()
         if rep.ctx.rank == 0 and save is not None:
@@ -270,8 +279,7 @@ def _epoch(rep: _Replica, save: SaveSpec | None) -> Epoch | Failed:
     except Exception:  # noqa: BLE001 - the user's step(): its traceback goes back to the driver
         _teardown(rep.trial_id, group=rep.group)
         return Failed(traceback.format_exc())
-    plain = _plain(metrics) if rep.ctx.rank == 0 else None
-    return Epoch(rep.epochs, plain, secs, write, ckpt, best)
+    return Epoch(rep.epochs, rep.metrics if rep.ctx.rank == 0 else None, secs, write, ckpt, best)
 
 
 def _checkpoint(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:
@@ -293,7 +301,7 @@ def _due(rep: _Replica, overhead: float) -> bool:
 def _write(rep: _Replica, save: SaveSpec) -> Checkpoint:
     t0 = time.perf_counter()
     url = checkpoint_url(save.dir, rep.trial_id, rep.epochs)
-    info = save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs)
+    info = save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep))
     prune_checkpoints(save.dir, rep.trial_id, {url} if save.keep is None else {url, save.keep})
     rep.write_cost, rep.since_write = time.perf_counter() - t0, 0.0
     return info
@@ -313,7 +321,12 @@ def _keep_if_best(rep: _Replica, metrics: Mapping, save: SaveSpec) -> Checkpoint
     if not math.isfinite(score) or (not first and score <= bar.above):
         return None
     url = best_url(save.dir, rep.trial_id, rep.epochs)
-    return save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs)
+    return save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep))
+
+
+def _about(rep: _Replica) -> dict:
+    """What a checkpoint's sidecar says its weights are of."""
+    return {"trial_id": rep.trial_id, "config": rep.config, "metrics": rep.metrics}
 
 
 def _plain(metrics: Mapping) -> dict:

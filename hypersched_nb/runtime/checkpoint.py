@@ -1,9 +1,13 @@
 """Checkpoints: a torch state dict in one file under any fsspec URL, with its SHA-256.
 
 A checkpoint is written to ``<dir>/trial-<id>/epoch-<n>.pt`` through a temporary name and a
-move (atomic on a local disk), next to a ``.json`` sidecar holding its checksum and epoch. The
-weights of the search's best results so far go to ``<dir>/best/trial-<id>-epoch-<n>.pt``,
-apart from the per-trial folders, whose old checkpoints are pruned.
+move (atomic on a local disk), next to a ``.json`` sidecar holding its checksum, size and
+epoch and what it is of (``about``: the trial, its configuration and the metrics of that
+epoch), so that after a crash the files alone tell which weights are which. The weights of
+the search's best results so far go to ``<dir>/best/trial-<id>-epoch-<n>.pt``, apart from
+the per-trial folders, whose old checkpoints are pruned. On a local disk the folders are
+made readable by their owner only (0700) and the files too (0600): a checkpoint can hold
+what the model learnt from private data.
 Loading reads the bytes once, checks them against the checksum the caller was told (or the
 sidecar's) and unpickles with ``weights_only=True``, so a checkpoint can hold tensors,
 numbers, strings and containers of them, never arbitrary objects.
@@ -15,6 +19,8 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hypersched_nb.errors import HyperschedError
@@ -73,9 +79,11 @@ def best_url(directory: str, trial_id: int, epoch: int) -> str:
     return f"{directory.rstrip('/')}/best/trial-{trial_id:05d}-epoch-{epoch:06d}.pt"
 
 
-def save_checkpoint(state: dict, url: str, *, epoch: int) -> Checkpoint:
-    """Write ``state`` (a torch state dict) to ``url``; returns what :func:`load_checkpoint`
-    checks against."""
+def save_checkpoint(
+    state: dict, url: str, *, epoch: int, about: Mapping | None = None
+) -> Checkpoint:
+    """Write ``state`` (a torch state dict) to ``url``, and its sidecar with ``about`` (what
+    the weights are of: plain values); returns what :func:`load_checkpoint` checks against."""
     import fsspec
     import torch
 
@@ -83,15 +91,54 @@ def save_checkpoint(state: dict, url: str, *, epoch: int) -> Checkpoint:
     torch.save(state, buf)
     data = buf.getbuffer()
     info = Checkpoint(url, hashlib.sha256(data).hexdigest(), len(data), epoch)
+    sidecar = {**dataclasses.asdict(info), "about": dict(about or {})}
     fs, path = fsspec.core.url_to_fs(url)
-    fs.makedirs(path.rpartition("/")[0], exist_ok=True)
-    tmp = f"{path}.tmp"
-    with fs.open(tmp, "wb") as f:
-        f.write(data)
-    fs.mv(tmp, path)
-    with fs.open(f"{path}.json", "w") as f:
-        json.dump(dataclasses.asdict(info), f)
+    _write(fs, path, data)
+    _write(fs, f"{path}.json", json.dumps(sidecar, default=_plain).encode("utf-8"))
     return info
+
+
+def _write(fs, path: str, data) -> None:
+    """Write ``data`` to ``path`` through a temporary name and a move; on a local disk, in
+    folders and a file that only their owner can read."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    tmp = f"{path}.tmp"
+    if not isinstance(fs, LocalFileSystem):
+        fs.makedirs(path.rpartition("/")[0], exist_ok=True)
+        with fs.open(tmp, "wb") as f:
+            f.write(data)
+        fs.mv(tmp, path)
+        return
+    _private_folders(os.path.dirname(path))
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _private_folders(folder: str) -> None:
+    """Make ``folder`` and its missing parents, each with mode 0700."""
+    missing = []
+    while folder and not os.path.isdir(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for made in reversed(missing):
+        try:
+            os.mkdir(made, 0o700)
+        except FileExistsError:  # made meanwhile by another worker
+            pass
+
+
+def _plain(value):
+    """A sidecar value JSON cannot write as it is: a NumPy or torch scalar as its number,
+    anything else as its repr."""
+    item = getattr(value, "item", None)
+    if item is not None:
+        try:
+            return item()
+        except (ValueError, RuntimeError):
+            pass
+    return repr(value)
 
 
 def load_checkpoint(url: str, sha256: str | None = None, *, map_location="cpu") -> dict:

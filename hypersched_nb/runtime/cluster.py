@@ -68,7 +68,7 @@ def _local_cluster(workers: int | None, threads: int):
 
     common = {
         "threads_per_worker": threads,
-        "dashboard_address": ":0",  # a free port: never clash with another cluster
+        "dashboard_address": "127.0.0.1:0",  # loopback, a free port: never clash with another
     }
     gpus = _cuda_devices()
     if gpus:

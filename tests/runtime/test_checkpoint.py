@@ -1,7 +1,10 @@
 """Checkpoints: torch state dicts under any fsspec URL, checked by SHA-256, loaded weights-only."""
 
+import json
 import pickle
+import stat
 
+import numpy as np
 import pytest
 import torch
 
@@ -27,6 +30,30 @@ def test_round_trip_on_a_local_folder(tmp_path):
     assert info.epoch == 4 and info.bytes > 0 and len(info.sha256) == 64
     assert url.endswith("trial-00003/epoch-000004.pt")  # one folder per trial
     assert not list(tmp_path.rglob("*.tmp"))  # written through a temporary name, then moved
+
+
+def test_on_a_local_disk_only_the_owner_can_read_the_folders_and_files(tmp_path):
+    root = tmp_path / "runs" / "search"  # neither exists yet
+    save_checkpoint(_state(), checkpoint_url(str(root), 3, 4), epoch=4)
+
+    def mode(path):
+        return stat.S_IMODE(path.stat().st_mode)
+
+    for folder in (tmp_path / "runs", root, root / "trial-00003"):
+        assert mode(folder) == 0o700, folder
+    for file in (root / "trial-00003").iterdir():
+        assert mode(file) == 0o600, file
+
+
+def test_the_sidecar_says_what_the_weights_are_of(tmp_path):
+    url = checkpoint_url(str(tmp_path), 3, 4)
+    about = {"trial_id": 3, "config": {"lr": np.float32(0.5), "act": "relu"},
+             "metrics": {"val_acc": 0.75}}  # fmt: skip
+    info = save_checkpoint(_state(), url, epoch=4, about=about)
+    sidecar = json.loads((tmp_path / "trial-00003" / "epoch-000004.pt.json").read_text())
+    assert sidecar["sha256"] == info.sha256 and sidecar["epoch"] == 4
+    assert sidecar["about"] == {"trial_id": 3, "config": {"lr": 0.5, "act": "relu"},
+                                "metrics": {"val_acc": 0.75}}  # fmt: skip
 
 
 def test_any_fsspec_url_works():

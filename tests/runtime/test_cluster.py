@@ -41,6 +41,7 @@ def test_one_dask_cuda_worker_per_gpu(monkeypatch, made):
     assert kwargs["n_workers"] == 2  # one worker process per device
     assert kwargs["resources"] == {"GPU": 1}  # every worker advertises its own GPU
     assert kwargs["host"] == "127.0.0.1" and kwargs["threads_per_worker"] == 1
+    assert kwargs["dashboard_address"] == "127.0.0.1:0"  # its dashboard too, on a free port
 
 
 def test_asking_for_fewer_workers_than_gpus_uses_that_many(monkeypatch, made):
@@ -61,7 +62,7 @@ def test_without_gpus_cpu_worker_processes_on_loopback(monkeypatch, made):
     ((kind, kwargs),) = made()
     assert kind == "LocalCluster"
     assert kwargs["n_workers"] == 3 and kwargs["processes"] is True
-    assert kwargs["host"] == "127.0.0.1"
+    assert kwargs["host"] == "127.0.0.1" and kwargs["dashboard_address"] == "127.0.0.1:0"
 
 
 def test_gpus_without_dask_cuda_warn_and_hide_the_devices(monkeypatch, made):

@@ -34,6 +34,19 @@ def test_a_replica_stays_resident_between_epochs(tmp_path):
     assert _worker.resident() == {0: _worker.Resident(rank=0, world=1, token=1, epochs=2)}
 
 
+def test_a_checkpoint_and_a_best_say_which_trial_configuration_and_metrics_they_hold(tmp_path):
+    import json
+
+    def about(written) -> dict:
+        with open(f"{written.url}.json") as f:
+            return json.load(f)["about"]
+
+    first = _worker.start(_spec(tmp_path, tid=2, config={"lr": 0.07}), None, None)
+    assert about(first.ckpt) == {"trial_id": 2, "config": {"lr": 0.07}, "metrics": first.metrics}
+    best = _worker.step(2, 1, SaveSpec(str(tmp_path), 0.0, best=BestBar("loss", -1.0, None)))
+    assert about(best.best) == {"trial_id": 2, "config": {"lr": 0.07}, "metrics": best.metrics}
+
+
 def test_checkpoints_follow_the_overhead_budget(tmp_path):
     every = _worker.start(_spec(tmp_path, overhead=math.inf), None, None)
     assert every.ckpt.epoch == 1  # the first epoch always writes (to measure the cost)
