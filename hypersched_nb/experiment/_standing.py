@@ -19,6 +19,7 @@ import numpy as np
 
 from hypersched_nb.core.scaling import ScalingCurve
 from hypersched_nb.core.trial import TrialState
+from hypersched_nb.experiment._inputs import Inputs
 from hypersched_nb.experiment.driver import Driver
 from hypersched_nb.sim.clock import VirtualClock
 
@@ -61,7 +62,7 @@ class Standing:
         return any(t.metrics for t in self.trials)
 
 
-_TIES = ("runtime", "clock", "offers", "listener", "journal", "context")
+_TIES = ("runtime", "clock", "inputs", "listener", "journal", "context")
 
 
 class _Detaching(pickle.Pickler):
@@ -89,7 +90,7 @@ class _Attaching(pickle.Unpickler):
 def detach(driver: Driver, *, now: float, offers_left: int | None) -> Standing:
     """The search ``driver`` runs, as it stands at ``now``: call it between two of the
     driver's turns (under the search's gate); the driver is read, never written."""
-    tied = (driver.runtime, driver.clock, driver._offers, driver._on_trial_over)
+    tied = (driver.runtime, driver.clock, driver._inputs, driver._on_trial_over)
     tied += (driver.outcome.journal, driver._ctx_now)
     ties = {id(obj): name for obj, name in zip(tied, _TIES, strict=True) if obj is not None}
     buffer = io.BytesIO()
@@ -161,6 +162,7 @@ def offers_left(source) -> int | None:
 def attach(standing: Standing, *, runtime, clock, offers) -> Driver:
     """A fresh copy of the detached driver, tied to a run's own runtime, clock and offers
     (with no listener, an empty journal and no cached context)."""
-    ties = {"runtime": runtime, "clock": clock, "offers": offers, "listener": None}
+    inputs = Inputs(clock, runtime, offers, record=None)
+    ties = {"runtime": runtime, "clock": clock, "inputs": inputs, "listener": None}
     ties |= {"journal": [], "context": None}
     return _Attaching(io.BytesIO(standing.driver), ties).load()

@@ -5,6 +5,12 @@ driver feeds the policy events and carries out its answers, and nothing here kno
 runtime it drives. The deadline is read on every turn of the loop, so a new one takes
 effect at the next decision, whether it is set on ``Driver.deadline`` (the notebook's
 slider) or comes from the runtime as a ``DeadlineChanged`` event.
+
+Everything from outside the loop (the clock, the deadline and a stop asked for, the
+runtime's events, the offers) is read through one :class:`~hypersched_nb.experiment._inputs.Inputs`
+at two moments of a turn, its top and the end of its wait, and every decision of the turn
+uses what was read then. So a search's inputs can be journaled as they happen, and fed
+again to a fresh driver and policy to rebuild them exactly.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from hypersched_nb.core.events import (
 from hypersched_nb.core.policies import Policy
 from hypersched_nb.core.scaling import NONE, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialEnding, TrialState, transition
+from hypersched_nb.experiment._inputs import Inputs
 
 __all__ = ["Driver", "Outcome", "Runtime"]
 
@@ -75,7 +82,9 @@ class Outcome:
 
 class Driver:
     """Runs one search. ``offers`` yields configurations (None when there are no more);
-    ``on_trial_over(trial, ending)`` hears of every trial whose run is over, and how."""
+    ``on_trial_over(trial, ending)`` hears of every trial whose run is over, and how.
+    ``inputs`` (default: ``clock``, ``runtime`` and ``offers`` read live, unrecorded) is
+    where the loop reads what comes from outside it."""
 
     def __init__(
         self,
@@ -93,11 +102,12 @@ class Driver:
         on_trial_over: Callable[[Trial, TrialEnding], None] | None = None,
         max_workers: int | None = None,
         cost_budget: float | None = None,
+        inputs: Inputs | None = None,
     ):
         self.policy, self.runtime, self.clock = policy, runtime, clock
-        self.deadline = float(deadline)
+        self._inputs = inputs or Inputs(clock, runtime, offers, record=None)
+        self.deadline = self._deadline = float(deadline)  # asked for / in force this turn
         self.max_epochs, self.mode, self.scaling, self.target = max_epochs, mode, scaling, target
-        self._offers = offers
         self._offers_left = True
         self._on_trial_over = on_trial_over
         self._sign = 1.0 if mode == "max" else -1.0
@@ -107,12 +117,12 @@ class Driver:
         self.paused: dict[int, Trial] = {}
         self.targets: dict[int, int] = {}  # running trial -> workers at its next epoch
         self.startups: list[float] = []
-        self.capacity = runtime.workers()
+        self._now, self.capacity = self._inputs.start()
         # elastic clusters: the policy may ask for a size up to max_workers; billing integrates it
         self.max_workers = max(self.capacity, max_workers or self.capacity)
         self.cost_budget = cost_budget
         self._elastic = type(policy).elastic
-        self._billed, self._billed_at = 0.0, clock.now()
+        self._billed, self._billed_at = 0.0, self._now
         self._held = 0  # sum over running trials of max(workers, target): kept, not recounted
         base = Policy  # hooks left at the base's no-op are never called
         self._calls_retire = type(policy).retire is not base.retire
@@ -121,7 +131,7 @@ class Driver:
         self._calls_result = type(policy).on_trial_result is not base.on_trial_result
         self.outcome = Outcome(journal=[] if journal else None)
         self._journal = journal
-        self._stop_requested = False
+        self._stop_requested = self._stopping = False  # asked for / seen this turn
         self._continue: dict[int, Continue] = {}  # trial -> its Continue (a value: reused)
         # the context handed to the policy, reused while nothing it holds by value changed:
         # _ctx() rebuilds it when the clock or the deadline moved; every change of workers
@@ -131,21 +141,22 @@ class Driver:
     # ------------------------------------------------------------------ the loop
 
     def run(self) -> Outcome:
-        clock, advance, on_result = self.clock, self.runtime.advance, self._on_result
-        while not self._stop_requested:
-            now = clock.now()
-            if now >= self.deadline:
+        advance, on_result, moment = self._inputs.advance, self._on_result, self._moment
+        while True:
+            now = moment()
+            if self._stopping or now >= self._deadline:
                 break
             self._schedule(now)
             if not self.running and not self._can_start_more():
                 break
             wake = self._wakeup()
-            until = self.deadline if wake is None else min(self.deadline, max(wake, now))
+            until = self._deadline if wake is None else min(self._deadline, max(wake, now))
             events = advance(until)
             # read after the wait: a deadline moved closer meanwhile (the notebook's slider)
             # may fall before what it returns. Past the deadline in force an event is
             # dropped, here and nowhere else, so nothing reported after it ever counts.
-            deadline = self.deadline
+            moment()
+            deadline = self._deadline
             for event in events:
                 if event.time > deadline:
                     continue
@@ -153,7 +164,7 @@ class Driver:
                     on_result(event)
                 else:
                     self._handle(event)
-                    deadline = self.deadline  # a DeadlineChanged moves it for the rest
+                    deadline = self._deadline  # a DeadlineChanged moves it for the rest
         self._finish()
         return self.outcome
 
@@ -164,6 +175,15 @@ class Driver:
     def request_stop(self) -> None:
         """Ask the loop to end at its next turn (from another thread)."""
         self._stop_requested = True
+
+    def _moment(self) -> float:
+        """Read the clock, the deadline and the stop request for what follows in the turn."""
+        m = self._inputs.moment(self.deadline, self._stop_requested)
+        self._now, self._stopping = m.now, m.stop
+        if m.deadline != self._deadline:
+            self.deadline = self._deadline = m.deadline
+            self._changed()
+        return m.now
 
     # ------------------------------------------------------------------ events
 
@@ -189,7 +209,7 @@ class Driver:
                     self.paused[tid] = trial
             self._log(event.time, None, "WorkersChanged", f"{event.workers} workers")
         elif type(event) is DeadlineChanged:
-            self.deadline = max(event.deadline, event.time)  # a past one means now
+            self.deadline = self._deadline = max(event.deadline, event.time)  # past means now
             self._log(event.time, None, "DeadlineChanged", f"deadline moved to {self.deadline:g}")
 
     def _on_result(self, r: Result) -> None:
@@ -327,13 +347,13 @@ class Driver:
     def _offer(self) -> bool:
         if not self._offers_left:
             return False
-        config = next(self._offers, None)
+        config = self._inputs.offer()
         if config is None:
             self._offers_left = False
             self._changed()
             return False
         tid = len(self.trials)
-        trial = Trial(tid, config, added_at=self.clock.now())
+        trial = Trial(tid, config, added_at=self._now)
         self.trials[tid] = self.pending[tid] = trial
         self.policy.on_trial_add(trial, self._ctx())
         return True
@@ -388,8 +408,8 @@ class Driver:
             self._on_trial_over(trial, ending)
 
     def _finish(self) -> None:
-        now = min(self.clock.now(), self.deadline)
-        reason = "stopped by the user" if self._stop_requested else "deadline reached"
+        now = min(self.clock.now(), self._deadline)
+        reason = "stopped by the user" if self._stopping else "deadline reached"
         for trial in list(self.running.values()):
             self._end(trial, Stop(trial.trial_id), now, reason)
             self.policy.on_trial_remove(trial, self._ctx())
@@ -401,18 +421,18 @@ class Driver:
     # ------------------------------------------------------------------ helpers
 
     def _ctx(self) -> PolicyContext:
-        """The policy's view of this moment: the one built last while the clock and the
-        deadline (which may be set from outside) stand where they stood and nothing else
-        it holds by value has changed since (:meth:`_changed`); its mappings are live."""
-        now = self.clock.now()
+        """The policy's view of this moment (the clock and deadline read last): the one
+        built last while they stand where they stood and nothing else it holds by value
+        has changed since (:meth:`_changed`); its mappings are live."""
+        now = self._now
         ctx = self._ctx_now
-        if ctx is not None and ctx.now == now and ctx.deadline == self.deadline:
+        if ctx is not None and ctx.now == now and ctx.deadline == self._deadline:
             return ctx
         ctx = self._ctx_now = _tuple_new(
             PolicyContext,
             (  # see _tuple_new
                 now,
-                self.deadline,
+                self._deadline,
                 self.capacity,
                 self.capacity - self._held,  # free
                 self.trials,
