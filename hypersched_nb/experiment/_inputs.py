@@ -15,6 +15,9 @@ Records (plain dicts, JSON-ready):
 - ``{"k": "events", "events": [...]}``: what a wait returned (each event's ``as_dict()``);
 - ``{"k": "offer", "config": {...}}`` or ``{"k": "offer", "config": null}``: a
   configuration offered, or the offers running out.
+
+The driver's decisions go to the same ``record`` (``{"k": "decision", ...}``): not inputs,
+but what a reader of the journal wants next to them.
 """
 
 from __future__ import annotations
@@ -77,3 +80,9 @@ class Inputs:
         if self.record is not None:
             self.record({"k": "offer", "config": config})
         return config
+
+    def decided(self, entry: dict) -> None:
+        """A decision the driver logged (time, trial, action, reason), journaled with the
+        inputs that led to it."""
+        if self.record is not None:
+            self.record({"k": "decision", **entry})

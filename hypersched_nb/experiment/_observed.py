@@ -64,10 +64,12 @@ class Observed:
     """The runtime as the driver sees it: records who holds how many workers, when, and
     lets observers in while the real runtime waits."""
 
-    def __init__(self, inner, clock, gate: Gate, poll: float | None):
+    def __init__(self, inner, clock, gate: Gate, poll: float | None, *, record=None):
         self.inner, self.clock, self.gate, self.poll = inner, clock, gate, poll
+        self.record = record  # a journal's, hearing each change of who holds what
         self.allocation: list[Allocation] = []
-        self.capacity: list[tuple[float, int]] = [(clock.now(), inner.workers())]
+        self.capacity: list[tuple[float, int]] = []
+        self._sized(clock.now(), inner.workers())
         self.holding: dict[int, int] = {}
         self.peak: dict[int, int] = {}
         self.version = 0
@@ -82,7 +84,7 @@ class Observed:
         elif kind is Pause or kind is Stop:
             self._hold(self.clock.now(), ins.trial_id, 0)
         elif kind is ScaleCluster:
-            self.capacity.append((self.clock.now(), ins.workers))
+            self._sized(self.clock.now(), ins.workers)
         self.version += 1
         self.inner.execute(ins)
 
@@ -94,17 +96,26 @@ class Observed:
             events = self.inner.advance(until)
         finally:
             self.gate.enter()
+        self.note(events)
+        return events
+
+    def note(self, events) -> None:
+        """What ``events`` change: workers freed by failures and lost, the cluster's size."""
         for e in events:
             kind = type(e)
             if kind is TrialFailed:
                 self._hold(e.time, e.trial_id, 0)
             elif kind is WorkersChanged:
-                self.capacity.append((e.time, e.workers))
+                self._sized(e.time, e.workers)
                 for tid in e.lost:
                     self._hold(e.time, tid, 0)
         if events:
             self.version += 1
-        return events
+
+    def _sized(self, t: float, workers: int) -> None:
+        self.capacity.append((t, workers))
+        if self.record is not None:
+            self.record({"k": "capacity", "t": t, "workers": workers})
 
     def _hold(self, t: float, tid: int, workers: int) -> None:
         if self.holding.get(tid, 0) == workers:
@@ -112,3 +123,5 @@ class Observed:
         self.holding[tid] = workers
         self.peak[tid] = max(self.peak.get(tid, 0), workers)
         self.allocation.append(Allocation(t, tid, workers))
+        if self.record is not None:
+            self.record({"k": "hold", "t": t, "trial": tid, "workers": workers})

@@ -96,15 +96,16 @@ class Session:
             raise
         return self.runtime
 
-    def run(self, driver) -> None:
-        """Run ``driver`` on a thread of its own and return at once."""
+    def run(self, driver, *, on_end=None) -> None:
+        """Run ``driver`` on a thread of its own and return at once; ``on_end(status)``
+        hears how it ended, before the cluster closes."""
         self.status = "running"
         self._thread = threading.Thread(
-            target=self._main, args=(driver,), name="hypersched-driver", daemon=True
+            target=self._main, args=(driver, on_end), name="hypersched-driver", daemon=True
         )
         self._thread.start()
 
-    def _main(self, driver) -> None:
+    def _main(self, driver, on_end) -> None:
         self.gate.enter()
         try:
             driver.run()
@@ -114,9 +115,17 @@ class Session:
             with self._lock:
                 self.error, self.status = exc, "failed"
         finally:
+            if on_end is not None:
+                on_end(self.status)
             self.gate.leave()
             self.close()
             self._done.set()
+
+    def opened(self, status: str, started: datetime) -> None:
+        """This session is a search read from its journal: over, as ``status`` says
+        ("finished", "failed", or "interrupted" for one cut short), and nothing runs."""
+        self.status, self.started = status, started
+        self._done.set()
 
     # ------------------------------------------------------------------ ending
 
@@ -137,7 +146,7 @@ class Session:
                 request()
 
     def wait(self, timeout: float | None = None) -> bool:
-        if self._thread is None:
+        if self._thread is None and not self._done.is_set():
             raise HyperschedError("the search has not started; call start() first")
         over = _kernel_pump.wait(self._done, timeout)  # the dashboard's controls stay live
         if over and self.error is not None:

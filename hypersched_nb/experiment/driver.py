@@ -456,7 +456,7 @@ class Driver:
         self._ctx_now = None
 
     def _log(self, now: float, tid: int | None, action: str, reason: str) -> None:
+        entry = {"time": now, "trial": tid, "action": action, "reason": reason}
         if self._journal:
-            self.outcome.journal.append(
-                {"time": now, "trial": tid, "action": action, "reason": reason}
-            )
+            self.outcome.journal.append(entry)
+        self._inputs.decided(entry)

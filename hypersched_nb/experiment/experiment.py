@@ -16,6 +16,7 @@ session's (see ``_session``).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -23,12 +24,14 @@ from hypersched_nb.core.policies import REGISTRY, Policy, check_budget, create
 from hypersched_nb.core.scaling import LINEAR, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialEnding
 from hypersched_nb.errors import ConfigError, HyperschedError
+from hypersched_nb.experiment._inputs import Inputs
 from hypersched_nb.experiment._observed import Observed
 from hypersched_nb.experiment._session import Launch, Session
 from hypersched_nb.experiment.deadline import format_duration, parse_deadline, resolve_deadline
 from hypersched_nb.experiment.driver import Driver, Outcome
+from hypersched_nb.experiment.journal import JournalWriter, journal_url
 from hypersched_nb.experiment.snapshot import Best, ExperimentSnapshot, TrialRow
-from hypersched_nb.experiment.space import config_source
+from hypersched_nb.experiment.space import config_source, space_record
 from hypersched_nb.runtime.checkpoint import BestCheckpoint
 
 __all__ = ["Experiment"]
@@ -83,6 +86,8 @@ class Experiment:
                     "`space` is None and the trainable has no space(); give a dict of Optuna distributions"
                 )
         self._deadline_spec = parse_deadline(deadline)
+        self._asked = {"space": space, "policy": policy, "policy_params": policy_params,
+                       "sampler": sampler, "configs": configs, "scaling": scaling}  # fmt: skip
         self.trainable, self.metric, self.mode = trainable, metric, mode
         self.max_epochs, self.min_epochs, self.eta, self.seed = max_epochs, min_epochs, eta, seed
         self.cluster, self.checkpoint_dir, self.target = cluster, checkpoint_dir, target
@@ -94,6 +99,7 @@ class Experiment:
         self._session = Session(poll=poll) if live else Session(*self._given)
         self._driver: Driver | None = None
         self._observed: Observed | None = None
+        self._journal: JournalWriter | None = None
         self._user_events: list[dict] = []
 
     @classmethod
@@ -167,6 +173,58 @@ class Experiment:
             target=target,
         )  # fmt: skip
 
+    # ------------------------------------------------------------------ a journal
+
+    @classmethod
+    def open(cls, path, *, trainable=None, policy: str | Policy | None = None) -> Experiment:
+        """The search whose journal is at ``path`` (its checkpoint folder, or the journal
+        file), as it stood when it ended or when its kernel died (status "interrupted").
+        Nothing runs: ``results()``, ``best``, ``events``, ``statistics()``,
+        ``best_checkpoint()`` and ``load_best()`` read it. ``trainable`` is the class where
+        the one the journal names cannot be imported here; ``policy`` the policy where the
+        search was given a ready-made one."""
+        from hypersched_nb.experiment.journal import Dry, EndOfJournal, Replay, read_journal
+
+        journal = read_journal(path)
+        s = journal.settings
+        policy = policy or s["policy"]
+        if isinstance(policy, str) and ":" in policy:
+            raise ConfigError(
+                f"the search at {journal.url} used its own policy ({policy}); pass "
+                "policy= an instance of it to open it"
+            )
+        start = next((r for r in journal.records if r["k"] == "start"), {"workers": 0})
+        dry = Dry(start["workers"], checkpoint_dir=s["checkpoint_dir"], metric=s["metric"],
+                  mode=s["mode"], seed=s["seed"])  # fmt: skip
+        replay = Replay(journal)
+        exp = cls._on(
+            dry, replay, [], metric=s["metric"], mode=s["mode"], deadline=s["deadline"],
+            max_epochs=s["max_epochs"], min_epochs=s["min_epochs"], eta=s["eta"], policy=policy,
+            policy_params=None if isinstance(policy, Policy) else s["policy_params"],
+            seed=s["seed"], scaling=s["scaling"], target=s["target"],
+        )  # fmt: skip
+        exp.trainable = trainable or _imported(s["trainable"])
+        exp.checkpoint_dir = s["checkpoint_dir"]
+        exp._observed = Observed(dry, replay, exp._session.gate, None)
+        replay.noted = exp._observed.note
+        exp._driver = Driver(
+            exp.policy, exp._observed, replay, iter(()), deadline=s["deadline"],
+            max_epochs=exp.max_epochs, mode=exp.mode, scaling=exp.scaling or LINEAR,
+            target=exp.target, journal=True, inputs=replay,
+        )  # fmt: skip
+        try:
+            exp._driver.run()
+            status = "finished"
+        except EndOfJournal:
+            status = "interrupted"
+        if journal.ended is not None:
+            status = journal.ended["status"]
+        exp._user_events = [
+            {k: v for k, v in r.items() if k != "k"} for r in journal.records if r["k"] == "user"
+        ]
+        exp._session.opened(status, journal.started)
+        return exp
+
     # ------------------------------------------------------------------ control
 
     def start(self) -> Experiment:
@@ -185,17 +243,52 @@ class Experiment:
         runtime = session.connect(launch)
         try:
             scaling = self.scaling or getattr(runtime, "scaling", None) or LINEAR
-            self._observed = Observed(runtime, clock, session.gate, session.poll)
+            if session.live:
+                self._journal = JournalWriter.begin(
+                    journal_url(self.checkpoint_dir), started=session.started,
+                    settings=self._settings(deadline),
+                )  # fmt: skip
+            record = None if self._journal is None else self._journal.write
+            self._observed = Observed(runtime, clock, session.gate, session.poll, record=record)
             self._driver = Driver(
                 self.policy, self._observed, clock, self.source, deadline=deadline,
                 max_epochs=self.max_epochs, mode=self.mode, scaling=scaling, target=self.target,
                 journal=True, on_trial_over=self._tell,
+                inputs=Inputs(clock, self._observed, self.source, record=record),
             )  # fmt: skip
         except BaseException:
             session.close()
             raise
-        session.run(self._driver)
+        session.run(self._driver, on_end=self._ended)
         return self
+
+    def _settings(self, deadline: float) -> dict:
+        """What the journal says this search is: enough to open it, or resume it."""
+        asked, policy = self._asked, self._asked["policy"]
+        return {
+            "trainable": _import_path(self.trainable), "space": space_record(asked["space"]),
+            "metric": self.metric, "mode": self.mode, "deadline": deadline,
+            "max_epochs": self.max_epochs, "min_epochs": self.min_epochs, "eta": self.eta,
+            "policy": policy if isinstance(policy, str) else _import_path(type(policy)),
+            "policy_params": asked["policy_params"], "seed": self.seed,
+            "sampler": asked["sampler"] if isinstance(asked["sampler"], str) else None,
+            "configs": asked["configs"], "checkpoint_dir": os.fspath(self.checkpoint_dir),
+            "scaling": asked["scaling"] if isinstance(asked["scaling"], str) else None,
+            "target": self.target,
+            "cluster": self.cluster if isinstance(self.cluster, (int, str)) else None,
+        }  # fmt: skip
+
+    def _ended(self, status: str) -> None:
+        """The journal's last line: how the search ended."""
+        if self._journal is None:
+            return
+        error = None if self._session.error is None else repr(self._session.error)
+        end = self._driver.outcome.ended_at if self._driver is not None else 0.0
+        try:
+            self._journal.write({"k": "end", "t": end, "status": status, "error": error})
+            self._journal.close()
+        except OSError:  # a full disk: the journal stays as it was, cut short
+            pass
 
     def _tell(self, trial: Trial, ending: TrialEnding) -> None:
         self.source.tell(trial, complete=ending is TrialEnding.COMPLETED)
@@ -257,14 +350,15 @@ class Experiment:
         new = max(new, now)  # a deadline already past means now: nothing is undone
         self._driver.deadline = new
         when = "now" if new <= now else f"in {format_duration(new - now)}"
-        self._user_events.append(
-            {
-                "time": now,
-                "trial": None,
-                "action": "DeadlineChanged",
-                "reason": f"deadline moved to {new:.0f}s ({when}) by the user",
-            }
-        )
+        event = {
+            "time": now,
+            "trial": None,
+            "action": "DeadlineChanged",
+            "reason": f"deadline moved to {new:.0f}s ({when}) by the user",
+        }
+        self._user_events.append(event)
+        if self._journal is not None:
+            self._journal.write({"k": "user", **event})
         self._observed.version += 1
 
     # ------------------------------------------------------------------ what it found
@@ -306,6 +400,11 @@ class Experiment:
             raise HyperschedError(
                 "no weights to load: load_best() needs a live search that has reported a "
                 "result (start() it, or wait() until best is set)"
+            )
+        if self.trainable is None:
+            raise HyperschedError(
+                "the trainable of this search cannot be imported here: import or define it, "
+                "then open the search with trainable=<the class>"
             )
         from hypersched_nb.runtime import TrainContext, load_checkpoint
 
@@ -439,3 +538,26 @@ def _cluster_ok(cluster) -> bool:
     if isinstance(cluster, int):
         return cluster >= 1
     return isinstance(cluster, str) or hasattr(cluster, "submit")
+
+
+def _import_path(obj) -> str | None:
+    """``"module:qualname"`` of a class, as a journal names it (None for anything else)."""
+    module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{module}:{name}" if module and name else None
+
+
+def _imported(path: str | None):
+    """The class a journal names (``"module:qualname"``), or None where it cannot be
+    imported here."""
+    import importlib
+
+    if not path:
+        return None
+    module, _, name = path.partition(":")
+    try:
+        obj = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj

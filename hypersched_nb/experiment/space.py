@@ -29,7 +29,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
 
-__all__ = ["OptunaSource", "ListSource", "config_source", "SAMPLERS"]
+__all__ = [
+    "OptunaSource",
+    "ListSource",
+    "config_source",
+    "SAMPLERS",
+    "space_record",
+    "space_from_record",
+]
 
 #: sampler names accepted by ``Experiment(sampler=...)``; any Optuna sampler object works too
 SAMPLERS = ("tpe", "random", "qmc")
@@ -178,3 +185,41 @@ def config_source(
     raise ConfigError(
         f"`space` is {space!r}, but must be a dict of Optuna distributions or a list of configurations"
     )
+
+
+def space_record(space) -> dict | list:
+    """``space`` as JSON-ready values (a journal's): each Optuna distribution as Optuna
+    writes it (``distribution_to_json``), fixed values as they are; a list of
+    configurations as it is."""
+    from optuna.distributions import BaseDistribution, distribution_to_json
+
+    if isinstance(space, (list, tuple)):
+        return [dict(c) for c in space]
+    if not isinstance(space, Mapping):
+        return None  # an iterator: what it offered is in the journal, the rest is not kept
+    out = {}
+    for name, spec in space.items():
+        if isinstance(spec, BaseDistribution):
+            out[name] = {"distribution": distribution_to_json(spec)}
+        elif isinstance(spec, list):
+            out[name] = {"choices": list(spec)}
+        else:
+            out[name] = {"fixed": spec}
+    return out
+
+
+def space_from_record(record):
+    """The space :func:`space_record` wrote."""
+    from optuna.distributions import json_to_distribution
+
+    if isinstance(record, list):
+        return record
+    out = {}
+    for name, spec in record.items():
+        if "distribution" in spec:
+            out[name] = json_to_distribution(spec["distribution"])
+        elif "choices" in spec:
+            out[name] = list(spec["choices"])
+        else:
+            out[name] = spec["fixed"]
+    return out

@@ -19,6 +19,7 @@ from hypersched_nb.runtime._board import EpochTag, PrepTag, ReleaseTag, SaveTag,
 from hypersched_nb.runtime._live import LiveTrial, Phase, move
 from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, StartSpec
 from hypersched_nb.runtime._slots import Slot, Slots
+from hypersched_nb.train.context import trial_seed
 
 __all__ = ["Placements"]
 
@@ -50,9 +51,7 @@ class Placements:
 
     def trial_seed(self, trial_id: int) -> int:
         """``ctx.seed`` of trial ``trial_id``: the runtime's seed and the trial id, mixed."""
-        import numpy as np
-
-        return int(np.random.SeedSequence([self._seed, trial_id]).generate_state(1)[0])
+        return trial_seed(self._seed, trial_id)
 
     # ------------------------------------------------------------------ instructions
 

@@ -8,7 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TrainContext"]
+__all__ = ["TrainContext", "trial_seed"]
+
+
+def trial_seed(seed: int, trial_id: int) -> int:
+    """``ctx.seed`` of trial ``trial_id`` of a search seeded ``seed``: the two, mixed."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed, trial_id]).generate_state(1)[0])
 
 
 @dataclass

@@ -1,0 +1,342 @@
+"""The journal of a live search: what it was asked to do and everything it took in and
+decided, one JSON record per line, appended and flushed as the search runs.
+
+A live search writes ``journal.jsonl`` beside its checkpoints. Its first line says what
+the search is (``"k": "search"``: the format, an id, when it started, its settings); then
+come, in the order they happened, the driver's inputs (the records of
+:mod:`hypersched_nb.experiment._inputs`: moments, events, offers), its decisions
+(``"k": "decision"``: time, trial, action, reason) and who held how many workers when
+(``"k": "hold"``, ``"k": "capacity"``); the last line of a search that ended says how
+(``"k": "end"``). It is JSON, not pickle: opening a journal from elsewhere runs no code.
+
+Every record is one ``write`` of one line, flushed at once, so a ``kill -9`` at any moment
+leaves the lines written before it whole; at most the last is torn, and a reader drops it
+(:func:`read_journal`). The search is deterministic given its inputs, so a fresh driver and
+policy fed the journal's inputs (:class:`Replay`) come to the state the search was in, and
+can go on from there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from hypersched_nb.core.events import DeadlineChanged, Result, TrialFailed, WorkersChanged
+from hypersched_nb.errors import HyperschedError
+from hypersched_nb.experiment._inputs import Inputs, Moment
+from hypersched_nb.runtime.checkpoint import BestCheckpoint
+from hypersched_nb.train.context import trial_seed
+
+__all__ = [
+    "FORMAT",
+    "Journal",
+    "JournalError",
+    "JournalWriter",
+    "Dry",
+    "EndOfJournal",
+    "Replay",
+    "event_from_record",
+    "journal_url",
+    "read_journal",
+]
+
+FORMAT = 1  # the journal format this version writes and reads
+NAME = "journal.jsonl"
+_INPUTS = frozenset({"start", "now", "events", "offer"})
+_EVENTS = {cls.__name__: cls for cls in (Result, TrialFailed, WorkersChanged, DeadlineChanged)}
+
+
+class JournalError(HyperschedError):
+    """A journal that cannot be read or does not belong where it is used."""
+
+
+def journal_url(path: str | os.PathLike) -> str:
+    """The journal of a search, from its checkpoint folder or the journal file itself."""
+    url = os.fspath(path)
+    return url if url.endswith(".jsonl") else f"{url.rstrip('/')}/{NAME}"
+
+
+# ---------------------------------------------------------------------------- writing
+
+
+class JournalWriter:
+    """Appends records to the journal at ``url`` (made if missing; on a local disk, a file
+    only its owner can read), each as one line, flushed. While ``muted`` (a resumed search
+    fed its own journal again) nothing is written."""
+
+    def __init__(self, url: str):
+        import fsspec
+        from fsspec.implementations.local import LocalFileSystem
+
+        fs, path = fsspec.core.url_to_fs(url)
+        self.url = url
+        self.muted = False
+        self._lock = threading.Lock()
+        if isinstance(fs, LocalFileSystem):
+            os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._file = os.fdopen(fd, "ab", buffering=0)
+        else:
+            fs.makedirs(path.rpartition("/")[0], exist_ok=True)
+            self._file = fs.open(path, "ab")
+
+    @classmethod
+    def begin(cls, url: str, *, started: datetime, settings: Mapping) -> JournalWriter:
+        """A new journal whose first line describes the search."""
+        writer = cls(url)
+        writer.write(
+            {"k": "search", "format": FORMAT, "id": uuid.uuid4().hex,
+             "started": started.isoformat(), "settings": dict(settings)}
+        )  # fmt: skip
+        return writer
+
+    def write(self, record: Mapping) -> None:
+        if self.muted:
+            return
+        line = json.dumps(record, default=_plain, separators=(",", ":")) + "\n"
+        with self._lock:
+            self._file.write(line.encode("utf-8"))
+            self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def _plain(value):
+    """A value JSON cannot write as it is: a NumPy scalar as its number, a tuple's items,
+    anything else as its repr."""
+    item = getattr(value, "item", None)
+    if item is not None:
+        try:
+            return item()
+        except (ValueError, RuntimeError):
+            pass
+    return repr(value)
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True, slots=True)
+class Journal:
+    """A journal as read: its first record (``header``), the rest in order, and whether a
+    torn last line was dropped."""
+
+    url: str
+    header: Mapping
+    records: tuple[Mapping, ...]
+    torn: bool = False
+
+    @property
+    def settings(self) -> Mapping:
+        return self.header["settings"]
+
+    @property
+    def started(self) -> datetime:
+        return datetime.fromisoformat(self.header["started"])
+
+    @property
+    def ended(self) -> Mapping | None:
+        """The ``end`` record of a search that ended, None for one that was cut short."""
+        last = self.records[-1] if self.records else None
+        return last if last is not None and last["k"] == "end" else None
+
+    def inputs(self) -> list[Mapping]:
+        """The driver's inputs, in order."""
+        return [r for r in self.records if r["k"] in _INPUTS]
+
+
+def read_journal(path: str | os.PathLike) -> Journal:
+    """Read the journal of the search at ``path`` (its checkpoint folder or the file). A
+    torn last line (the search was killed while writing it) is dropped; anything else that
+    is not a journal of this format is a :class:`JournalError` saying so."""
+    import fsspec
+
+    url = journal_url(path)
+    try:
+        with fsspec.open(url, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise JournalError(
+            f"no journal at {url}: give the folder of a search's checkpoints"
+        ) from None
+    lines = data.split(b"\n")
+    torn = lines[-1] != b""  # every whole record ends with a newline
+    records = [_parse(line, i + 1, url) for i, line in enumerate(lines[:-1]) if line.strip()]
+    if not records:
+        raise JournalError(f"{url} holds no whole record: the search was killed as it began")
+    header = records[0]
+    if header.get("k") != "search" or not isinstance(header.get("format"), int):
+        raise JournalError(f"{url} is not a hypersched_nb journal (its first line is not a search)")
+    if header["format"] > FORMAT:
+        raise JournalError(
+            f"{url} has journal format {header['format']}, but this hypersched_nb reads "
+            f"format {FORMAT}: upgrade hypersched_nb to open it"
+        )
+    return Journal(url, header, tuple(records[1:]), torn)
+
+
+def _parse(line: bytes, number: int, url: str) -> dict:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        raise JournalError(f"line {number} of {url} is not JSON: the journal is damaged") from None
+    if not isinstance(record, dict) or "k" not in record:
+        raise JournalError(f"line {number} of {url} is not a journal record")
+    return record
+
+
+def event_from_record(record: Mapping):
+    """An event as :meth:`as_dict` wrote it."""
+    fields = dict(record)
+    cls = _EVENTS[fields.pop("type")]
+    if cls is WorkersChanged:
+        fields["lost"] = tuple(fields.get("lost", ()))
+    return cls(**fields)
+
+
+# ---------------------------------------------------------------------------- replaying
+
+
+class EndOfJournal(Exception):
+    """The journal's inputs ran out and there is nothing live to go on with."""
+
+
+class Replay(Inputs):
+    """The inputs of a journal, fed to a fresh driver in the order they were read; then,
+    once they run out, ``live`` (or, without one, :class:`EndOfJournal`). While it replays,
+    the journal's writer (``writer``) is muted and the driver's instructions go nowhere
+    (``dry``); ``on_live`` hears the moment it goes live (a resumed search gives its
+    trials back their workers there); ``noted`` hears the events it replays (whoever
+    watches the runtime). As a clock it reads the replayed time."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        *,
+        live: Inputs | None = None,
+        writer: JournalWriter | None = None,
+        on_live: Callable[[], None] | None = None,
+        noted: Callable[[list], None] | None = None,
+    ):
+        super().__init__(None, None, iter(()), record=None)
+        self._queue = journal.inputs()[::-1]  # popped from the end
+        self._live, self._writer, self._on_live, self.noted = live, writer, on_live, noted
+        self.time = 0.0
+        self.replaying = True
+        if writer is not None:
+            writer.muted = True
+
+    # as the driver's inputs
+
+    def start(self) -> tuple[float, int]:
+        record = self._next("start")
+        if record is None:
+            return self._live.start()
+        self.time = record["t"]
+        return record["t"], record["workers"]
+
+    def moment(self, deadline: float, stop: bool) -> Moment:
+        record = self._next("now")
+        if record is None:
+            return self._live.moment(deadline, stop)
+        self.time = record["t"]
+        self._deadline = record.get("deadline", self._deadline if self._deadline else deadline)
+        self._stop = self._stop or bool(record.get("stop"))
+        return Moment(record["t"], self._deadline, self._stop)
+
+    def advance(self, until: float) -> list:
+        if self.replaying and self._queue and self._queue[-1]["k"] == "events":
+            events = [event_from_record(e) for e in self._queue.pop()["events"]]
+            if self.noted is not None:
+                self.noted(events)
+            return events
+        if self.replaying:
+            return []  # the wait returned nothing (only waits that return events are kept)
+        return self._live.advance(until)
+
+    def offer(self) -> dict | None:
+        record = self._next("offer")
+        return self._live.offer() if record is None else record["config"]
+
+    def decided(self, entry: dict) -> None:
+        if self._live is not None:
+            self._live.decided(entry)  # dropped by the muted writer while replaying
+
+    # as a clock, for whoever watches the replay
+
+    def now(self) -> float:
+        return self.time if self.replaying else self._live.clock.now()
+
+    # ------------------------------------------------------------------
+
+    def _next(self, kind: str) -> Mapping | None:
+        """The next input, which must be of ``kind``; None once live."""
+        if self.replaying and not self._queue:
+            self._go_live()
+        if not self.replaying:
+            return None
+        record = self._queue.pop()
+        if record["k"] != kind:
+            raise JournalError(
+                f"the journal's search went another way: it read {record['k']!r} where this "
+                f"one reads {kind!r} (a different policy, settings or version?)"
+            )
+        return record
+
+    def _go_live(self) -> None:
+        if self._live is None:
+            raise EndOfJournal
+        self.replaying = False
+        if self._writer is not None:
+            self._writer.muted = False
+        if self._on_live is not None:
+            self._on_live()
+
+
+class Dry:
+    """The runtime of a search read from its journal: nothing trains. It has the cluster's
+    size, and finds the best weights the search's workers wrote under ``checkpoint_dir``
+    (each one's sidecar names its trial, epoch and metrics)."""
+
+    def __init__(self, workers: int, *, checkpoint_dir: str, metric: str, mode: str, seed: int):
+        self._workers, self.checkpoint_dir = workers, checkpoint_dir
+        self.metric, self.sign, self.seed = metric, 1.0 if mode == "max" else -1.0, seed
+
+    def workers(self) -> int:
+        return self._workers
+
+    def execute(self, instruction) -> None:
+        """Nothing runs."""
+
+    def advance(self, until: float) -> list:
+        return []
+
+    def trial_seed(self, trial_id: int) -> int:
+        return trial_seed(self.seed, trial_id)
+
+    def best_checkpoint(self, at_most: float | None = None) -> BestCheckpoint | None:
+        """The best weights written whose metric is not better than ``at_most``."""
+        import fsspec
+
+        fs, root = fsspec.core.url_to_fs(f"{self.checkpoint_dir.rstrip('/')}/best")
+        found = []
+        for path in fs.glob(f"{root}/*.pt.json"):
+            with fs.open(path, "r") as f:
+                sidecar = json.load(f)
+            about = sidecar.get("about") or {}
+            metric = (about.get("metrics") or {}).get(self.metric)
+            if isinstance(metric, (int, float)) and "trial_id" in about:
+                if at_most is None or self.sign * metric <= self.sign * at_most:
+                    found.append((self.sign * metric, sidecar["epoch"], about["trial_id"], sidecar))
+        if not found:
+            return None
+        score, epoch, tid, sidecar = max(found, key=lambda f: f[:3])
+        url = f"{self.checkpoint_dir.rstrip('/')}/best/{sidecar['url'].rpartition('/')[2]}"
+        return BestCheckpoint(url, sidecar["sha256"], epoch, tid, self.sign * score)
