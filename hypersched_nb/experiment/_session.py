@@ -57,8 +57,9 @@ class Session:
 
     # ------------------------------------------------------------------ starting
 
-    def open(self):
-        """The clock the search runs on; a live search's starts now."""
+    def open(self, *, started: datetime | None = None):
+        """The clock the search runs on; a live search's starts now, or at ``started`` (a
+        resumed search's first start)."""
         if self.status != "created":
             raise HyperschedError(
                 f"this experiment is {self.status}; build a new Experiment to search again"
@@ -66,7 +67,9 @@ class Session:
         if self.live:
             from hypersched_nb.runtime import WallClock
 
-            self.clock, self.started = WallClock(), datetime.now()
+            now = datetime.now()
+            self.started = started or now
+            self.clock = WallClock(since=(now - self.started).total_seconds())
         return self.clock
 
     def run_folder(self) -> str:

@@ -100,6 +100,7 @@ class Experiment:
         self._driver: Driver | None = None
         self._observed: Observed | None = None
         self._journal: JournalWriter | None = None
+        self._resumed: tuple | None = None  # (journal, new deadline): set by resume()
         self._user_events: list[dict] = []
 
     @classmethod
@@ -225,13 +226,56 @@ class Experiment:
         exp._session.opened(status, journal.started)
         return exp
 
+    @classmethod
+    def resume(
+        cls, path, *, cluster=None, deadline=None, trainable=None, policy=None
+    ) -> Experiment:
+        """Go on with the search whose journal is at ``path`` (its checkpoint folder), cut
+        short when its kernel died: its policy and trials are rebuilt from the journal,
+        each trial that was running or paused resumes from its last checkpoint, and the
+        search runs to its deadline, the one it had (seconds since it first started)
+        unless ``deadline`` gives another (a budget counts from now). Started, like
+        :meth:`start`; ``cluster`` as in the constructor (default: the journal's)."""
+        from hypersched_nb.experiment.journal import read_journal
+        from hypersched_nb.experiment.space import space_from_record
+
+        journal = read_journal(path)
+        s = journal.settings
+        if journal.ended is not None:
+            raise ConfigError(
+                f"the search at {journal.url} is {journal.ended['status']}; "
+                "Experiment.open() reads it, a new Experiment searches again"
+            )
+        trainable = trainable or _imported(s["trainable"])
+        if trainable is None:
+            raise ConfigError(
+                f"the trainable {s['trainable']} cannot be imported here: import or define "
+                "it, or pass trainable=<the class>"
+            )
+        if s["space"] is None:
+            raise ConfigError(
+                f"the search at {journal.url} offered from an iterator, which a journal cannot hold"
+            )
+        exp = cls(
+            trainable, space_from_record(s["space"]), metric=s["metric"], mode=s["mode"],
+            deadline=s["deadline"], max_epochs=s["max_epochs"], min_epochs=s["min_epochs"],
+            eta=s["eta"], policy=policy or s["policy"],
+            policy_params=None if isinstance(policy, Policy) else s["policy_params"],
+            cluster=s["cluster"] if cluster is None else cluster, sampler=s["sampler"] or "tpe",
+            seed=s["seed"], checkpoint_dir=s["checkpoint_dir"], scaling=s["scaling"],
+            configs=s["configs"], target=s["target"],
+        )  # fmt: skip
+        exp._resumed = (journal, None if deadline is None else parse_deadline(deadline))
+        return exp.start()
+
     # ------------------------------------------------------------------ control
 
     def start(self) -> Experiment:
         """Start the search on a background thread and return at once (on a cluster, the
         deadline counts from here, the cluster's start included)."""
         session = self._session
-        clock = session.open()
+        journal = self._resumed[0] if self._resumed else None
+        clock = session.open(started=journal.started if journal else None)
         deadline = resolve_deadline(
             self._deadline_spec, elapsed=clock.now(), current=None, started=session.started
         )
@@ -243,24 +287,55 @@ class Experiment:
         runtime = session.connect(launch)
         try:
             scaling = self.scaling or getattr(runtime, "scaling", None) or LINEAR
-            if session.live:
+            if journal is not None:
+                self._journal = JournalWriter(journal.url)  # appended to, once live again
+            elif session.live:
                 self._journal = JournalWriter.begin(
                     journal_url(self.checkpoint_dir), started=session.started,
                     settings=self._settings(deadline),
                 )  # fmt: skip
             record = None if self._journal is None else self._journal.write
             self._observed = Observed(runtime, clock, session.gate, session.poll, record=record)
+            inputs = Inputs(clock, self._observed, self.source, record=record)
+            if journal is not None:
+                inputs = self._replay(journal, inputs, runtime)
             self._driver = Driver(
                 self.policy, self._observed, clock, self.source, deadline=deadline,
                 max_epochs=self.max_epochs, mode=self.mode, scaling=scaling, target=self.target,
-                journal=True, on_trial_over=self._tell,
-                inputs=Inputs(clock, self._observed, self.source, record=record),
+                journal=True, on_trial_over=self._tell, inputs=inputs,
             )  # fmt: skip
         except BaseException:
             session.close()
             raise
         session.run(self._driver, on_end=self._ended)
         return self
+
+    def _replay(self, journal, live: Inputs, runtime) -> Inputs:
+        """The inputs of a resumed search: its journal's, then ``live``. Where they go live,
+        the runtime takes on the trials from their checkpoints, and a new deadline holds."""
+        from hypersched_nb.experiment.journal import AfterReplay, Replay
+
+        def go_live() -> None:
+            d = self._driver
+            trials = {t.trial_id: t.epochs for t in d.trials.values() if t.is_live}
+            adopted = runtime.adopt(trials, running=tuple(d.running))
+            now = self._session.clock.now()
+            self._journal.write({"k": "resumed", "t": now, "from": adopted})
+            new = self._resumed[1]
+            if new is not None:  # a budget counts from now
+                d.deadline = (
+                    now + new.seconds
+                    if new.kind == "budget"
+                    else resolve_deadline(
+                        new, elapsed=now, current=d.deadline, started=self._session.started
+                    )
+                )
+
+        replay = Replay(journal, live=live, writer=self._journal, on_live=go_live,
+                        noted=self._observed.note, on_offer=self.source.replayed)  # fmt: skip
+        self._observed.clock = replay  # allocations are stamped with the replayed times
+        self._observed.inner = AfterReplay(runtime, replay)
+        return replay
 
     def _settings(self, deadline: float) -> dict:
         """What the journal says this search is: enough to open it, or resume it."""

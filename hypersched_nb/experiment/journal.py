@@ -29,10 +29,11 @@ from datetime import datetime
 from hypersched_nb.core.events import DeadlineChanged, Result, TrialFailed, WorkersChanged
 from hypersched_nb.errors import HyperschedError
 from hypersched_nb.experiment._inputs import Inputs, Moment
-from hypersched_nb.runtime.checkpoint import BestCheckpoint
+from hypersched_nb.runtime.checkpoint import BestCheckpoint, private_folders, written_bests
 from hypersched_nb.train.context import trial_seed
 
 __all__ = [
+    "AfterReplay",
     "FORMAT",
     "Journal",
     "JournalError",
@@ -78,7 +79,7 @@ class JournalWriter:
         self.muted = False
         self._lock = threading.Lock()
         if isinstance(fs, LocalFileSystem):
-            os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+            private_folders(os.path.dirname(path))
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             self._file = os.fdopen(fd, "ab", buffering=0)
         else:
@@ -214,7 +215,8 @@ class Replay(Inputs):
     the journal's writer (``writer``) is muted and the driver's instructions go nowhere
     (``dry``); ``on_live`` hears the moment it goes live (a resumed search gives its
     trials back their workers there); ``noted`` hears the events it replays (whoever
-    watches the runtime). As a clock it reads the replayed time."""
+    watches the runtime) and ``on_offer`` each configuration (the source of the offers,
+    which asks them again). As a clock it reads the replayed time."""
 
     def __init__(
         self,
@@ -224,10 +226,12 @@ class Replay(Inputs):
         writer: JournalWriter | None = None,
         on_live: Callable[[], None] | None = None,
         noted: Callable[[list], None] | None = None,
+        on_offer: Callable[[dict], None] | None = None,
     ):
         super().__init__(None, None, iter(()), record=None)
         self._queue = journal.inputs()[::-1]  # popped from the end
         self._live, self._writer, self._on_live, self.noted = live, writer, on_live, noted
+        self._on_offer = on_offer
         self.time = 0.0
         self.replaying = True
         if writer is not None:
@@ -263,7 +267,11 @@ class Replay(Inputs):
 
     def offer(self) -> dict | None:
         record = self._next("offer")
-        return self._live.offer() if record is None else record["config"]
+        if record is None:
+            return self._live.offer()
+        if record["config"] is not None and self._on_offer is not None:
+            self._on_offer(record["config"])
+        return record["config"]
 
     def decided(self, entry: dict) -> None:
         if self._live is not None:
@@ -323,20 +331,25 @@ class Dry:
 
     def best_checkpoint(self, at_most: float | None = None) -> BestCheckpoint | None:
         """The best weights written whose metric is not better than ``at_most``."""
-        import fsspec
+        sign = self.sign
+        found = [
+            b for b in written_bests(self.checkpoint_dir, self.metric)
+            if at_most is None or sign * b.metric <= sign * at_most
+        ]  # fmt: skip
+        return max(found, key=lambda b: (sign * b.metric, b.epoch), default=None)
 
-        fs, root = fsspec.core.url_to_fs(f"{self.checkpoint_dir.rstrip('/')}/best")
-        found = []
-        for path in fs.glob(f"{root}/*.pt.json"):
-            with fs.open(path, "r") as f:
-                sidecar = json.load(f)
-            about = sidecar.get("about") or {}
-            metric = (about.get("metrics") or {}).get(self.metric)
-            if isinstance(metric, (int, float)) and "trial_id" in about:
-                if at_most is None or self.sign * metric <= self.sign * at_most:
-                    found.append((self.sign * metric, sidecar["epoch"], about["trial_id"], sidecar))
-        if not found:
-            return None
-        score, epoch, tid, sidecar = max(found, key=lambda f: f[:3])
-        url = f"{self.checkpoint_dir.rstrip('/')}/best/{sidecar['url'].rpartition('/')[2]}"
-        return BestCheckpoint(url, sidecar["sha256"], epoch, tid, self.sign * score)
+
+class AfterReplay:
+    """A live runtime behind a :class:`Replay`: the instructions the driver gives while it
+    is fed its journal are dropped (they were carried out before the kernel died), those
+    after reach ``runtime``; everything else is ``runtime``'s."""
+
+    def __init__(self, runtime, replay: Replay):
+        self.runtime, self.replay = runtime, replay
+
+    def execute(self, instruction) -> None:
+        if not self.replay.replaying:
+            self.runtime.execute(instruction)
+
+    def __getattr__(self, name: str):
+        return getattr(self.runtime, name)

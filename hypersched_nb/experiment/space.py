@@ -129,6 +129,15 @@ class OptunaSource(Iterator[dict]):
         self._asked.append(trial)
         return {**trial.params, **self.fixed}
 
+    def replayed(self, config: dict) -> None:
+        """A configuration this search offered before its kernel died (its journal's):
+        asked again as it was, so that trial ids and what the sampler learns stay the same."""
+        params = {k: v for k, v in config.items() if k in self.distributions}
+        self.study.enqueue_trial(params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self._asked.append(self.study.ask(self.distributions))
+
     def tell(self, trial: Trial, *, complete: bool) -> None:
         """Report a finished driver trial (``complete``: it trained to the end)."""
         from optuna.trial import TrialState as OptunaState
@@ -166,6 +175,11 @@ class ListSource(Iterator[dict]):
             raise ConfigError(f"`space` item {self.offered} is {config!r}, but must be a dict")
         self.offered += 1
         return dict(config)
+
+    def replayed(self, config: dict) -> None:
+        """A configuration offered before (a resumed search's): the list goes on after it."""
+        next(self._it, None)
+        self.offered += 1
 
     def tell(self, trial: Trial, *, complete: bool) -> None:
         """Nothing learns from a fixed list."""

@@ -9,14 +9,16 @@
     %hypersched forecast +10m --workers 8
     %hypersched wait
     %hypersched stop
+    %hypersched resume hypersched-runs/20261125-101500-4242
 
 ``start`` takes a trainable (a name in the notebook, a shipped example such as
 ``DigitsCNN`` without an import, or ``module:Class``) or an ``Experiment`` the notebook
 already built (started or not: a running one is followed); once it runs, it binds a new
 experiment to ``exp`` (``--name``) and shows the dashboard. While a search started here
 runs, another ``start`` is refused and changes nothing. ``wait`` blocks until the end with
-the dashboard's controls still live. The other subcommands act on the last search started
-here. Bad input is a one-line ``UsageError``; ``--help`` works on every subcommand.
+the dashboard's controls still live. ``resume PATH`` goes on with a search whose kernel
+died, from its checkpoint folder (its journal), and binds it as ``start`` does. The other
+subcommands act on the last search started here. Bad input is a one-line ``UsageError``; ``--help`` works on every subcommand.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from hypersched_nb.notebook.experiment import Experiment
 
 __all__ = ["HyperschedMagics"]
 
-COMMANDS = ("start", "status", "deadline", "forecast", "wait", "stop")
+COMMANDS = ("start", "resume", "status", "deadline", "forecast", "wait", "stop")
 
 
 class _Help(Exception):
@@ -120,6 +122,20 @@ def _forecast_parser() -> _Parser:
     return p
 
 
+def _resume_parser() -> _Parser:
+    p = _Parser(
+        prog="%hypersched resume",
+        description="Go on with a search whose kernel died, from its checkpoint folder.",
+    )
+    p.add_argument("path", help="the search's checkpoint folder (it holds journal.jsonl)")
+    p.add_argument("--deadline", help="a new deadline: '30m' (from now), '+10m', '17:00'")
+    p.add_argument("--workers", type=int, help="local workers (default: as the search had)")
+    p.add_argument("--address", help="a Dask scheduler address instead of a local cluster")
+    p.add_argument("--name", default="exp", help="variable to bind the Experiment to")
+    p.add_argument("--no-dashboard", action="store_true", help="do not show the dashboard")
+    return p
+
+
 def _plain_parser(name: str, text: str) -> _Parser:
     return _Parser(prog=f"%hypersched {name}", description=text)
 
@@ -144,6 +160,7 @@ class HyperschedMagics(Magics):
         Subcommands: ``start TRAINABLE [options]`` (a search in the background, with the
         dashboard), ``status`` (one summary), ``deadline SPEC`` (move it: '+10m', '17:00'),
         ``forecast [SPEC] [--workers N]`` (the best expected by then, in one line),
+        ``resume PATH`` (go on with a search whose kernel died, from its checkpoint folder),
         ``wait`` (block until the end, the dashboard's controls still live), ``stop`` (end
         gracefully, keeping the best so far).
         """
@@ -189,16 +206,30 @@ class HyperschedMagics(Magics):
             exp.start()
         else:  # started from Python: follow it
             print(f"following {a.trainable}, already {exp.statistics().status}")
-        self.current = exp
         if exp is not target:  # bound once it runs: a refused start leaves the notebook as it was
             self.shell.user_ns[a.name] = exp
-        if a.no_dashboard:
+        self._follow(exp, dashboard=not a.no_dashboard)
+
+    def _resume(self, argv: list[str]):
+        a = _resume_parser().parse_args(argv)
+        if not a.name.isidentifier():
+            raise UsageError(f"--name {a.name!r} is not a Python identifier")
+        if self.current is not None and not self.current.done:
+            raise UsageError("a search started here is still running; %hypersched stop it first")
+        cluster = a.workers if a.workers is not None else a.address
+        exp = Experiment.resume(a.path, cluster=cluster, deadline=a.deadline)
+        self.shell.user_ns[a.name] = exp
+        self._follow(exp, dashboard=not a.no_dashboard)
+
+    def _follow(self, exp, *, dashboard: bool) -> None:
+        """Make ``exp`` the search the other subcommands act on, and show it."""
+        self.current = exp
+        if not dashboard:
             print(exp.statistics().progress_line())
             return
         from IPython.display import display
 
         display(Dashboard(exp))
-        return
 
     def _status(self, argv: list[str]):
         _plain_parser("status", "Print a summary of the search.").parse_args(argv)

@@ -38,6 +38,11 @@ class BestWeights:
         if len(self._kept) > 2:
             remove_checkpoint(self._kept.pop(0).url)
 
+    def adopt(self, kept: BestCheckpoint) -> None:
+        """Keep weights found on disk (a resumed search's) if they beat the last kept."""
+        if not self._kept or self.sign * kept.metric > self.sign * self._kept[-1].metric:
+            self._kept = [*self._kept[-1:], kept]
+
     def best(self, at_most: float | None = None) -> BestCheckpoint | None:
         """The last record kept, or with ``at_most`` the last whose metric is not better
         than that; None if there is none."""

@@ -32,9 +32,12 @@ __all__ = [
     "best_url",
     "checkpoint_url",
     "load_checkpoint",
+    "private_folders",
     "prune_checkpoints",
     "remove_checkpoint",
     "save_checkpoint",
+    "written_bests",
+    "written_checkpoint",
 ]
 
 
@@ -110,13 +113,13 @@ def _write(fs, path: str, data) -> None:
             f.write(data)
         fs.mv(tmp, path)
         return
-    _private_folders(os.path.dirname(path))
+    private_folders(os.path.dirname(path))
     with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
         f.write(data)
     os.replace(tmp, path)
 
 
-def _private_folders(folder: str) -> None:
+def private_folders(folder: str) -> None:
     """Make ``folder`` and its missing parents, each with mode 0700."""
     missing = []
     while folder and not os.path.isdir(folder):
@@ -187,3 +190,56 @@ def _remove(fs, path: str) -> None:
             fs.rm(p)
         except FileNotFoundError:
             pass
+
+
+def written_checkpoint(directory: str, trial_id: int, *, at_most: int) -> Checkpoint | None:
+    """The latest checkpoint of trial ``trial_id`` under ``directory`` that holds at most
+    ``at_most`` epochs, as its sidecar describes it (None if there is none): where a search
+    that outlived its kernel resumes the trial from."""
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(checkpoint_url(directory, trial_id, 0).rpartition("/")[0])
+    found = []
+    for sidecar in _sidecars(fs, f"{root}/epoch-*.pt.json"):
+        if sidecar["epoch"] <= at_most and fs.exists(sidecar["path"]):
+            found.append(sidecar)
+    if not found:
+        return None
+    last = max(found, key=lambda s: s["epoch"])
+    return Checkpoint(last["url"], last["sha256"], last["bytes"], last["epoch"])
+
+
+def written_bests(directory: str, metric: str) -> list[BestCheckpoint]:
+    """Every best's weights under ``directory`` whose sidecar says which trial and epoch
+    they are and what ``metric`` they reported, oldest epoch first."""
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(f"{directory.rstrip('/')}/best")
+    out = []
+    for s in _sidecars(fs, f"{root}/*.pt.json"):
+        value = (s["about"].get("metrics") or {}).get(metric)
+        if isinstance(value, (int, float)) and "trial_id" in s["about"]:
+            out.append(
+                BestCheckpoint(s["url"], s["sha256"], s["epoch"], s["about"]["trial_id"], value)
+            )
+    return out
+
+
+def _sidecars(fs, pattern: str) -> list[dict]:
+    """The sidecars matching ``pattern`` that read (others are skipped: a write cut short),
+    each with ``path`` (its checkpoint's, on ``fs``) and ``url`` as found here."""
+    out = []
+    for path in fs.glob(pattern):
+        try:
+            with fs.open(path, "r") as f:
+                sidecar = json.load(f)
+            epoch, sha = int(sidecar["epoch"]), str(sidecar["sha256"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        checkpoint = path.removesuffix(".json")
+        url = (
+            fs.unstrip_protocol(checkpoint) if "://" in str(sidecar.get("url", "")) else checkpoint
+        )
+        out.append({**sidecar, "epoch": epoch, "sha256": sha, "path": checkpoint, "url": url,
+                    "about": sidecar.get("about") or {}})  # fmt: skip
+    return out

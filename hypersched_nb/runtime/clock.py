@@ -8,12 +8,13 @@ __all__ = ["WallClock"]
 
 
 class WallClock:
-    """Monotonic seconds since the clock was made; ``sleep_until`` really sleeps."""
+    """Monotonic seconds since the clock was made, plus ``since`` (a resumed search's
+    clock reads the seconds since the search first started); ``sleep_until`` really sleeps."""
 
     __slots__ = ("_t0",)
 
-    def __init__(self):
-        self._t0 = time.monotonic()
+    def __init__(self, since: float = 0.0):
+        self._t0 = time.monotonic() - since
 
     def now(self) -> float:
         return time.monotonic() - self._t0

@@ -65,7 +65,12 @@ from hypersched_nb.runtime._live import LiveTrial, Phase, move
 from hypersched_nb.runtime._messages import Epoch, Failed, Report
 from hypersched_nb.runtime._placements import Placements
 from hypersched_nb.runtime._slots import Slots
-from hypersched_nb.runtime.checkpoint import BestCheckpoint, Checkpoint
+from hypersched_nb.runtime.checkpoint import (
+    BestCheckpoint,
+    Checkpoint,
+    written_bests,
+    written_checkpoint,
+)
 
 __all__ = ["DaskRuntime"]
 
@@ -121,6 +126,7 @@ class DaskRuntime:
         directory = os.fspath(checkpoint_dir)
         if "://" not in directory:  # workers may run elsewhere than this process's folder
             directory = os.path.abspath(directory)
+        self._directory = directory
         self._bests = BestWeights(metric, 1.0 if mode == "max" else -1.0)
         self._slots = Slots()
         self._board = TaskBoard(client, fetch_timeout)
@@ -204,6 +210,26 @@ class DaskRuntime:
         """The last durable checkpoint of trial ``trial_id``."""
         t = self._trials.get(trial_id)
         return None if t is None else t.ckpt
+
+    # ------------------------------------------------------------------ a resumed search
+
+    def adopt(self, trials: dict[int, int], *, running: tuple[int, ...]) -> dict[int, int]:
+        """Take on the trials of a search resumed from its journal: ``trials`` maps each
+        that may train again to the epochs it reported. Each resumes from its latest
+        checkpoint on disk that holds no more than those (and trains the rest again
+        silently); the best weights written so far are kept as the best. The next
+        :meth:`advance` says how many workers there are now, and that ``running``, the
+        trials that held workers when the search was cut short, lost theirs. Returns each
+        trial's checkpoint epoch (0: none, trained again from the start)."""
+        directory, adopted = self._directory, {}
+        for tid, reported in trials.items():
+            t = self._trials[tid] = LiveTrial(tid, 0)
+            t.reported, t.ckpt = reported, written_checkpoint(directory, tid, at_most=reported)
+            adopted[tid] = t.ckpt.epoch if t.ckpt else 0
+        for best in sorted(written_bests(directory, self.metric), key=lambda b: b.epoch):
+            self._bests.adopt(best)
+        self._events.append(events.WorkersChanged(self.clock.now(), len(self._slots), running))
+        return adopted
 
     def best_checkpoint(self, at_most: float | None = None) -> BestCheckpoint | None:
         """The weights of the best result so far; with ``at_most``, of the best whose metric

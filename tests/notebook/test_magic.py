@@ -65,7 +65,8 @@ def test_the_deadline_subcommand_moves_the_deadline(shell, replay, monkeypatch, 
      ("start Missing", "'Missing' is not defined"), ("start os:nothing", "cannot import 'os:nothing'"),
      ("start Net --deadline soon", "`deadline` is 'soon'"), ("start Net --policy nope", "`policy` is 'nope'"),
      ("start Net --workers 2 --address tcp://x:1", "not allowed with"), ("start Net --name 2x", "not a Python identifier"),
-     ("deadline", "required: deadline"), ("status extra", "unrecognized arguments")],
+     ("deadline", "required: deadline"), ("status extra", "unrecognized arguments"),
+     ("resume", "required: path"), ("resume /no/such/search", "no journal at /no/such/search/journal.jsonl")],
 )  # fmt: skip
 def test_mistakes_are_one_line_usage_errors(shell, line, message):
     shell.user_ns["Net"] = Net
@@ -74,8 +75,23 @@ def test_mistakes_are_one_line_usage_errors(shell, line, message):
     assert "\n" not in str(err.value)
 
 
+def test_resume_binds_the_resumed_search_and_follows_it(shell, replay, monkeypatch, capsys):
+    asked = []
+    monkeypatch.setattr(
+        Experiment,
+        "resume",
+        classmethod(lambda cls, path, **kw: asked.append((path, kw)) or replay),
+    )
+    shell.run_line_magic("hypersched", "resume runs/a --deadline 30m --workers 3 --no-dashboard")
+    assert asked == [("runs/a", {"cluster": 3, "deadline": "30m"})]
+    assert shell.user_ns["exp"] is replay
+    shell.run_line_magic("hypersched", "status")  # the subcommands act on it
+    assert "asha search" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
-    "line", ["--help", "start --help", "deadline -h", "status --help", "stop --help"]
+    "line",
+    ["--help", "start --help", "resume --help", "deadline -h", "status --help", "stop --help"],
 )
 def test_help_prints_and_raises_nothing(shell, line, capsys):
     shell.run_line_magic("hypersched", line)

@@ -1,0 +1,108 @@
+"""A search outlives its kernel: killed with SIGKILL at three moments, it resumes from its
+journal and checkpoints each time, keeps every epoch reported before each kill, and ends by
+the deadline it was first given."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+
+import pytest
+
+from hypersched_nb import Experiment
+
+pytestmark = pytest.mark.cluster
+
+DEADLINE = 75.0  # seconds from the first start
+SCRIPT = f"""
+import sys, time
+from hypersched_nb import Experiment
+from hypersched_nb.train.examples import DigitsCNN
+
+if __name__ == "__main__":
+    folder, action = sys.argv[1], sys.argv[2]
+    if action == "start":
+        exp = Experiment(DigitsCNN, DigitsCNN.space(), metric="val_acc", deadline={DEADLINE!r},
+                         max_epochs=8, policy="asha", cluster=2, seed=0, checkpoint_dir=folder)
+        exp.start()
+    else:
+        exp = Experiment.resume(folder)
+    exp.wait()
+    print("ended", exp.statistics().status, time.time(), flush=True)
+"""
+
+
+def results_in(folder) -> int:
+    journal = folder / "journal.jsonl"
+    return journal.read_text().count('"type":"Result"') if journal.exists() else 0
+
+
+def run(script, folder, action, *, kill_at_results: int | None) -> str:
+    """Run the search's script; with ``kill_at_results``, SIGKILL it (and its cluster) as
+    soon as its journal holds that many results."""
+    proc = subprocess.Popen([sys.executable, str(script), str(folder), action],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        if kill_at_results is None:
+            return proc.communicate(timeout=DEADLINE + 120)[0]
+        while results_in(folder) < kill_at_results and proc.poll() is None:
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        return ""
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def checkpoints_to_resume_from(folder, opened) -> dict[int, int]:
+    """Each unfinished trial's latest checkpoint on disk within the epochs it reported."""
+    out = {}
+    for row in opened.statistics().trials:
+        if row.state in ("RUNNING", "PAUSED"):
+            sidecars = (folder / f"trial-{row.trial_id:05d}").glob("epoch-*.pt.json")
+            epochs = [json.loads(p.read_text())["epoch"] for p in sidecars]
+            out[row.trial_id] = max([e for e in epochs if e <= row.epochs], default=0)
+    return out
+
+
+def resumed_from(folder) -> dict[int, int]:
+    """What the last resume took each unfinished trial up from (its journal's record)."""
+    records = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
+    last = [r for r in records if r.get("k") == "resumed"][-1]
+    return {int(tid): epoch for tid, epoch in last["from"].items()}
+
+
+def test_a_search_killed_three_times_resumes_each_time_and_ends_by_its_deadline(tmp_path):
+    script, folder = tmp_path / "search.py", tmp_path / "run"
+    script.write_text(SCRIPT)
+    reported: dict[int, tuple] = {}  # trial -> its metrics, as known before the last kill
+    expected: dict[int, int] | None = None  # trial -> the checkpoint to resume it from
+    from_checkpoints = 0  # resumes expected from a checkpoint (not from epoch 0)
+    for action in ("start", "resume", "resume"):
+        run(script, folder, action, kill_at_results=results_in(folder) + 8)
+        if expected is not None:  # no trial with a checkpoint trained again from epoch 0
+            assert resumed_from(folder) == expected
+        opened = Experiment.open(folder)
+        assert opened.statistics().status == "interrupted"
+        now = {row.trial_id: row.metrics for row in opened.statistics().trials}
+        for tid, metrics in reported.items():  # nothing reported before a kill is lost
+            assert now[tid][: len(metrics)] == metrics
+        reported, expected = now, checkpoints_to_resume_from(folder, opened)
+        from_checkpoints += sum(epoch > 0 for epoch in expected.values())
+    assert from_checkpoints > 0  # the check of what resumes from where checks something
+    out = run(script, folder, "resume", kill_at_results=None)
+    assert resumed_from(folder) == expected
+    status, ended = out.split()[-2:]
+    last = Experiment.open(folder)
+    assert status == "finished" and last.statistics().status == "finished"
+    started = last.statistics().started
+    assert float(ended) - started.timestamp() <= DEADLINE + 15  # its first deadline held
+    final = {row.trial_id: row.metrics for row in last.statistics().trials}
+    for tid, metrics in reported.items():
+        assert final[tid][: len(metrics)] == metrics
+    assert isinstance(started, datetime) and len(final) > len(reported) - 1
