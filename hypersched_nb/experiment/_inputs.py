@@ -10,8 +10,8 @@ same order, before it goes on live (:class:`~hypersched_nb.experiment.journal.Re
 Records (plain dicts, JSON-ready):
 
 - ``{"k": "start", "t": 0.0, "workers": 4}``: the clock and the cluster when the driver is made;
-- ``{"k": "now", "t": 12.5}``, with ``"deadline"`` when it moved and ``"stop": true`` once a
-  stop is asked for: a moment, read at the top of a turn and after each wait;
+- ``{"k": "now", "t": 12.5}``, with ``"deadline"`` when it moved and ``"stop"`` (its reason)
+  once a stop is asked for: a moment, read at the top of a turn and after each wait;
 - ``{"k": "events", "events": [...]}``: what a wait returned (each event's ``as_dict()``);
 - ``{"k": "offer", "config": {...}}`` or ``{"k": "offer", "config": null}``: a
   configuration offered, or the offers running out.
@@ -30,11 +30,12 @@ __all__ = ["Inputs", "Moment"]
 
 @dataclass(frozen=True, slots=True)
 class Moment:
-    """The clock, the deadline and whether a stop was asked for, read together."""
+    """The clock, the deadline and why a stop was asked for (None: it was not), read
+    together."""
 
     now: float
     deadline: float
-    stop: bool
+    stop: str | None
 
 
 class Inputs:
@@ -46,7 +47,7 @@ class Inputs:
     ):
         self.clock, self.runtime, self.offers, self.record = clock, runtime, offers, record
         self._deadline: float | None = None  # as last recorded
-        self._stop = False
+        self._stop: str | None = None
 
     def start(self) -> tuple[float, int]:
         """The clock and the cluster's size when the driver is made."""
@@ -55,7 +56,7 @@ class Inputs:
             self.record({"k": "start", "t": now, "workers": workers})
         return now, workers
 
-    def moment(self, deadline: float, stop: bool) -> Moment:
+    def moment(self, deadline: float, stop: str | None) -> Moment:
         """Now, with the deadline and the stop request as they stand (set from outside)."""
         now = self.clock.now()
         if self.record is not None:
@@ -63,7 +64,7 @@ class Inputs:
             if deadline != self._deadline:
                 entry["deadline"] = self._deadline = deadline
             if stop and not self._stop:
-                entry["stop"] = self._stop = True
+                entry["stop"] = self._stop = stop
             self.record(entry)
         return Moment(now, deadline, stop)
 

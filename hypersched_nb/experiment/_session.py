@@ -99,19 +99,19 @@ class Session:
             raise
         return self.runtime
 
-    def run(self, driver, *, on_end=None) -> None:
-        """Run ``driver`` on a thread of its own and return at once; ``on_end(status)``
-        hears how it ended, before the cluster closes."""
+    def run(self, search, *, on_end=None) -> None:
+        """Run ``search()`` (the driver loop) on a thread of its own and return at once;
+        ``on_end(status)`` hears how it ended, before the cluster closes."""
         self.status = "running"
         self._thread = threading.Thread(
-            target=self._main, args=(driver, on_end), name="hypersched-driver", daemon=True
+            target=self._main, args=(search, on_end), name="hypersched-driver", daemon=True
         )
         self._thread.start()
 
-    def _main(self, driver, on_end) -> None:
+    def _main(self, search, on_end) -> None:
         self.gate.enter()
         try:
-            driver.run()
+            search()
             with self._lock:
                 self.status = "finished"
         except BaseException as exc:  # noqa: BLE001 - kept, and raised again by wait()

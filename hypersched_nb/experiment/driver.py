@@ -131,7 +131,7 @@ class Driver:
         self._calls_result = type(policy).on_trial_result is not base.on_trial_result
         self.outcome = Outcome(journal=[] if journal else None)
         self._journal = journal
-        self._stop_requested = self._stopping = False  # asked for / seen this turn
+        self._stop_requested = self._stopping = None  # why a stop was asked / seen this turn
         self._continue: dict[int, Continue] = {}  # trial -> its Continue (a value: reused)
         # the context handed to the policy, reused while nothing it holds by value changed:
         # _ctx() rebuilds it when the clock or the deadline moved; every change of workers
@@ -172,9 +172,10 @@ class Driver:
         """The context the policy would be handed now (for observers, e.g. its describe())."""
         return self._ctx()
 
-    def request_stop(self) -> None:
-        """Ask the loop to end at its next turn (from another thread)."""
-        self._stop_requested = True
+    def request_stop(self, reason: str = "stopped by the user") -> None:
+        """Ask the loop to end at its next turn (from another thread); ``reason`` is what
+        the trials still running are told."""
+        self._stop_requested = self._stop_requested or reason
 
     def _moment(self) -> float:
         """Read the clock, the deadline and the stop request for what follows in the turn."""
@@ -409,7 +410,7 @@ class Driver:
 
     def _finish(self) -> None:
         now = min(self.clock.now(), self._deadline)
-        reason = "stopped by the user" if self._stopping else "deadline reached"
+        reason = self._stopping or "deadline reached"
         for trial in list(self.running.values()):
             self._end(trial, Stop(trial.trial_id), now, reason)
             self.policy.on_trial_remove(trial, self._ctx())

@@ -24,6 +24,7 @@ from hypersched_nb.core.policies import REGISTRY, Policy, check_budget, create
 from hypersched_nb.core.scaling import LINEAR, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialEnding
 from hypersched_nb.errors import ConfigError, HyperschedError
+from hypersched_nb.experiment._fail_fast import FailFast, SearchFailed
 from hypersched_nb.experiment._inputs import Inputs
 from hypersched_nb.experiment._observed import Observed
 from hypersched_nb.experiment._session import Launch, Session
@@ -49,7 +50,8 @@ class Experiment:
     own settings (``{"pause": False}``); ``cluster`` a number of local workers, a
     scheduler address or a ``distributed.Client`` (None: one worker per GPU, or CPU slots);
     ``sampler`` ``"tpe"``, ``"random"``, ``"qmc"`` or an Optuna sampler; ``configs`` bounds
-    how many configurations are offered.
+    how many configurations are offered. ``fail_fast``: when the first this-many trials to
+    end all failed with one error, the search stops and :meth:`wait` raises it (None: never).
     """
 
     # (runtime, clock) of a search that runs on them instead of a Dask cluster: set by _on()
@@ -76,6 +78,7 @@ class Experiment:
         configs: int | None = None,
         target: float | None = None,
         poll: float = 0.25,
+        fail_fast: int | None = 3,
     ):
         live = self._given is None
         _check(trainable, live, metric, mode, max_epochs, min_epochs, eta, seed, cluster, poll)
@@ -101,6 +104,14 @@ class Experiment:
         self._observed: Observed | None = None
         self._journal: JournalWriter | None = None
         self._resumed: tuple | None = None  # (journal, new deadline): set by resume()
+        if fail_fast is not None and (
+            isinstance(fail_fast, bool) or not isinstance(fail_fast, int) or fail_fast < 1
+        ):
+            raise ConfigError(
+                f"`fail_fast` is {fail_fast!r}, but must be a number of trials >= 1, or None"
+            )
+        self._fail_fast = FailFast(fail_fast)
+        self._failure: SearchFailed | None = None
         self._user_events: list[dict] = []
 
     @classmethod
@@ -263,7 +274,7 @@ class Experiment:
             policy_params=None if isinstance(policy, Policy) else s["policy_params"],
             cluster=s["cluster"] if cluster is None else cluster, sampler=s["sampler"] or "tpe",
             seed=s["seed"], checkpoint_dir=s["checkpoint_dir"], scaling=s["scaling"],
-            configs=s["configs"], target=s["target"],
+            configs=s["configs"], target=s["target"], fail_fast=s.get("fail_fast", 3),
         )  # fmt: skip
         exp._resumed = (journal, None if deadline is None else parse_deadline(deadline))
         return exp.start()
@@ -307,8 +318,15 @@ class Experiment:
         except BaseException:
             session.close()
             raise
-        session.run(self._driver, on_end=self._ended)
+        session.run(self._drive, on_end=self._ended)
         return self
+
+    def _drive(self) -> None:
+        """The search's thread: the driver loop, then the failure that stopped it, if one
+        did."""
+        self._driver.run()
+        if self._failure is not None:
+            raise self._failure
 
     def _replay(self, journal, live: Inputs, runtime) -> Inputs:
         """The inputs of a resumed search: its journal's, then ``live``. Where they go live,
@@ -349,7 +367,7 @@ class Experiment:
             "sampler": asked["sampler"] if isinstance(asked["sampler"], str) else None,
             "configs": asked["configs"], "checkpoint_dir": os.fspath(self.checkpoint_dir),
             "scaling": asked["scaling"] if isinstance(asked["scaling"], str) else None,
-            "target": self.target,
+            "target": self.target, "fail_fast": self._fail_fast.threshold,
             "cluster": self.cluster if isinstance(self.cluster, (int, str)) else None,
         }  # fmt: skip
 
@@ -367,6 +385,10 @@ class Experiment:
 
     def _tell(self, trial: Trial, ending: TrialEnding) -> None:
         self.source.tell(trial, complete=ending is TrialEnding.COMPLETED)
+        why = self._fail_fast.heard(trial, ending)
+        if why is not None:
+            self._failure = SearchFailed(why)
+            self._driver.request_stop(why)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the search is over (or ``timeout`` seconds); True when it is over.

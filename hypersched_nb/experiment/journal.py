@@ -246,13 +246,13 @@ class Replay(Inputs):
         self.time = record["t"]
         return record["t"], record["workers"]
 
-    def moment(self, deadline: float, stop: bool) -> Moment:
+    def moment(self, deadline: float, stop: str | None) -> Moment:
         record = self._next("now")
         if record is None:
             return self._live.moment(deadline, stop)
         self.time = record["t"]
         self._deadline = record.get("deadline", self._deadline if self._deadline else deadline)
-        self._stop = self._stop or bool(record.get("stop"))
+        self._stop = self._stop or record.get("stop")
         return Moment(record["t"], self._deadline, self._stop)
 
     def advance(self, until: float) -> list:
