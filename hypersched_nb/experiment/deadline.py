@@ -4,8 +4,9 @@ Three forms, all turned into seconds on the search's clock (0 = the search start
 
 - a **budget** measured from the start: ``"20m"``, ``"90s"``, ``"1h30m"``, ``"1.5h"``, a
   number of seconds (``1200``) or a :class:`datetime.timedelta`;
-- a **wall-clock time**: ``"17:00"`` or ``"17:00:30"`` (the next time the clock shows it,
-  today or tomorrow) or a :class:`datetime.datetime`;
+- a **wall-clock time**: ``"17:00"`` or ``"17:00:30"`` today, ``"tomorrow 9:00"``, or a
+  :class:`datetime.datetime`; a time already past is refused, saying when it passed (it
+  never silently means tomorrow);
 - a **shift** of the current deadline: ``"+10m"`` gives ten more minutes, ``"-5m"`` takes
   five away (before a search starts, ``"+10m"`` is the same as ``"10m"``).
 
@@ -42,6 +43,7 @@ _DURATION = re.compile(r"\s*(?:(\d+(?:\.\d*)?|\.\d+)\s*[hms]\s*)+", re.IGNORECAS
 _CLOCK = re.compile(r"(\d{1,2}):(\d{2})(?::(\d{2}))?")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0}
 _FORMS = "a duration like '20m', '90s' or '1h30m', a time like '17:00', or a shift like '+10m'"
+_TOMORROW = "tomorrow "
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +53,14 @@ class DeadlineSpec:
     kind: str
     seconds: float = 0.0  # the budget or the shift
     at: datetime | time | None = None  # the wall-clock target
+    tomorrow: bool = False  # a time of day, tomorrow's
 
     def __str__(self) -> str:
         if self.kind == "budget":
             return format_duration(self.seconds)
         if self.kind == "shift":
             return ("+" if self.seconds >= 0 else "-") + format_duration(abs(self.seconds))
-        return self.at.isoformat(timespec="seconds")
+        return (_TOMORROW if self.tomorrow else "") + self.at.isoformat(timespec="seconds")
 
 
 def parse_duration(text: str, name: str = "deadline") -> float:
@@ -90,6 +93,13 @@ def parse_deadline(spec, name: str = "deadline") -> DeadlineSpec:
             raise ConfigError(f"`{name}` is {spec!r}, but must be finite")
         return _budget(float(spec), spec, name)
     s = spec.strip()
+    tomorrow = s.lower().startswith(_TOMORROW)
+    if tomorrow:
+        s = s[len(_TOMORROW) :].strip()
+        if not _CLOCK.fullmatch(s):
+            raise ConfigError(
+                f"`{name}` is {spec!r}, but 'tomorrow' must be followed by a time like 9:00"
+            )
     if s[:1] in "+-" and s[1:].strip():
         sign = 1.0 if s[0] == "+" else -1.0
         return DeadlineSpec("shift", seconds=sign * parse_duration(s[1:], name))
@@ -98,7 +108,7 @@ def parse_deadline(spec, name: str = "deadline") -> DeadlineSpec:
         h, mi, se = int(m[1]), int(m[2]), int(m[3] or 0)
         if h > 23 or mi > 59 or se > 59:
             raise ConfigError(f"`{name}` is {spec!r}, but {s} is not a time of day")
-        return DeadlineSpec("at", at=time(h, mi, se))
+        return DeadlineSpec("at", at=time(h, mi, se), tomorrow=tomorrow)
     return _budget(parse_duration(s, name), spec, name)
 
 
@@ -136,9 +146,13 @@ def resolve_deadline(
     if isinstance(d.at, datetime):
         target = d.at
     else:
-        target = datetime.combine(now.date(), d.at)
-        if target <= now:
-            target += timedelta(days=1)
+        target = datetime.combine(now.date() + timedelta(days=d.tomorrow), d.at)
+    if target <= now:
+        later = f"'tomorrow {d.at:%H:%M}'" if not isinstance(d.at, datetime) else "a later time"
+        raise ConfigError(
+            f"`{name}` is {str(d)!r}, which passed {format_duration((now - target).total_seconds())} "
+            f"ago; give a time still to come ({later}), or a budget such as '30m'"
+        )
     return (target - started).total_seconds()
 
 

@@ -89,6 +89,8 @@ class Experiment:
                     "`space` is None and the trainable has no space(); give a dict of Optuna distributions"
                 )
         self._deadline_spec = parse_deadline(deadline)
+        if live and self._deadline_spec.kind == "at":  # a time already past: said now
+            resolve_deadline(self._deadline_spec, elapsed=0.0, current=None, started=datetime.now())
         self._asked = {"space": space, "policy": policy, "policy_params": policy_params,
                        "sampler": sampler, "configs": configs, "scaling": scaling}  # fmt: skip
         self.trainable, self.metric, self.mode = trainable, metric, mode
@@ -210,7 +212,7 @@ class Experiment:
                   mode=s["mode"], seed=s["seed"])  # fmt: skip
         replay = Replay(journal)
         exp = cls._on(
-            dry, replay, [], metric=s["metric"], mode=s["mode"], deadline=s["deadline"],
+            dry, replay, iter(()), metric=s["metric"], mode=s["mode"], deadline=s["deadline"],
             max_epochs=s["max_epochs"], min_epochs=s["min_epochs"], eta=s["eta"], policy=policy,
             policy_params=None if isinstance(policy, Policy) else s["policy_params"],
             seed=s["seed"], scaling=s["scaling"], target=s["target"],

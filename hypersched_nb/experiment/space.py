@@ -191,6 +191,8 @@ def config_source(
     """An :class:`OptunaSource` for a dict space, a :class:`ListSource` for a list of dicts."""
     if isinstance(space, Mapping):
         return OptunaSource(space, sampler=sampler, seed=seed, mode=mode, max_configs=max_configs)
+    if isinstance(space, (list, tuple)) and not space:
+        raise ConfigError(f"`space` is {space!r}, but a list of configurations needs at least one")
     if isinstance(space, (list, tuple)) or (
         isinstance(space, Iterable) and not isinstance(space, (str, bytes))
     ):

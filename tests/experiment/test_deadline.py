@@ -31,12 +31,32 @@ def test_a_budget_counts_from_the_start_whenever_it_is_set(spec):
     assert resolve_deadline(spec, elapsed=300.0, current=900.0, started=START) == 1200.0
 
 
-def test_a_wall_clock_time_is_the_next_time_the_clock_shows_it():
+def test_a_wall_clock_time_is_today_s_or_tomorrow_s_when_it_says_so():
     # 17:00 one minute after a 16:00 start is an hour after the start
     assert resolve_deadline("17:00", elapsed=60.0, current=None, started=START) == 3600.0
     assert resolve_deadline("17:00:30", elapsed=60.0, current=None, started=START) == 3630.0
-    # 09:00 has passed today, so it means tomorrow morning: 17 hours after the start
-    assert resolve_deadline("09:00", elapsed=60.0, current=None, started=START) == 17 * 3600.0
+    # 09:00 tomorrow morning: 17 hours after the start
+    assert (
+        resolve_deadline("tomorrow 9:00", elapsed=60.0, current=None, started=START) == 17 * 3600.0
+    )
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [("15:59", "`deadline` is '15:59:00', which passed 2m 00s ago; give a time still to come ('tomorrow 15:59'), or a budget such as '30m'"),
+     ("09:00", "`deadline` is '09:00:00', which passed 7h 01m ago; give a time still to come ('tomorrow 09:00'), or a budget such as '30m'"),
+     (START - timedelta(days=1), "`deadline` is '2026-03-01T16:00:00', which passed 24h 01m ago; give a time still to come (a later time), or a budget such as '30m'")],
+)  # fmt: skip
+def test_a_time_already_past_is_refused_saying_when_it_passed(spec, message):
+    # a minute after the start: a time a minute earlier, or this morning, never means tomorrow
+    with pytest.raises(ConfigError) as info:
+        resolve_deadline(spec, elapsed=60.0, current=None, started=START)
+    assert str(info.value) == message
+
+
+def test_tomorrow_must_be_followed_by_a_time():
+    with pytest.raises(ConfigError, match="'tomorrow' must be followed by a time like 9:00"):
+        parse_deadline("tomorrow morning")
 
 
 def test_a_datetime_is_taken_as_it_is():
@@ -84,3 +104,16 @@ def test_kinds_are_reported():
 )
 def test_durations_print_compactly(seconds, text):
     assert format_duration(seconds) == text
+
+
+def test_an_experiment_given_a_time_already_past_says_so_before_anything_starts():
+    from hypersched_nb import Experiment
+
+    class Net:
+        def setup(self, config, ctx): ...
+
+        def step(self): ...
+
+    a_minute_ago = datetime.now() - timedelta(minutes=1)
+    with pytest.raises(ConfigError, match=r"which passed 1m 00s ago; give a time still to come"):
+        Experiment(Net, {"lr": [0.1]}, deadline=a_minute_ago)

@@ -112,3 +112,13 @@ def test_bad_sampler_and_bad_list_item():
         OptunaSource(SPACE, sampler="cma")
     with pytest.raises(ConfigError, match="^`space` item 0"):
         next(config_source([3]))
+
+
+def test_an_empty_list_of_configurations_is_refused_before_anything_starts():
+    from hypersched_nb.errors import ConfigError
+    from hypersched_nb.experiment.space import config_source
+
+    with pytest.raises(
+        ConfigError, match=r"^`space` is \[\], but a list of configurations needs at least one$"
+    ):
+        config_source([])
