@@ -44,7 +44,8 @@ def start_cluster(
     from hypersched_nb.runtime._quiet import QuietCancellations
 
     if address is not None:
-        attached = Client(address)
+        _reachable(address)
+        attached = Client(address, timeout=CONNECT_TIMEOUT)
         return attached, attached.close
     cluster = _local_cluster(workers, threads_per_worker)
     try:
@@ -61,6 +62,38 @@ def start_cluster(
             cluster.close()
 
     return local, close
+
+
+CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler before saying it does not answer
+
+
+def _reachable(address) -> None:
+    """Check that ``address`` is a scheduler address and that something listens there, in
+    one line each, before a ``Client`` is made (a failed one retries for 30 s, then leaves
+    a traceback on stderr as it is collected)."""
+    import socket
+
+    from distributed.comm import parse_address, parse_host_port
+
+    example = "write it as 'tcp://host:8786'"
+    if not isinstance(address, str) or not address.strip():
+        raise ConfigError(f"`address` is {address!r}, but must be a scheduler address; {example}")
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location) if scheme in ("tcp", "tls") else (None, None)
+    except ValueError as exc:
+        raise ConfigError(
+            f"`address` is {address!r}, which is not an address ({exc}); {example}"
+        ) from None
+    if host is None:
+        return  # another transport (inproc, ucx): the Client says what goes wrong
+    try:
+        socket.create_connection((host.strip("[]"), port), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"no Dask scheduler answers at {address} ({exc.strerror or exc}): check that one "
+            "runs there and that this machine can reach it"
+        ) from None
 
 
 def _local_cluster(workers: int | None, threads: int):

@@ -93,3 +93,34 @@ def test_an_empty_cuda_visible_devices_means_no_gpu(monkeypatch):
 def test_bad_cluster_arguments_are_one_line_errors(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         cluster.start_cluster(**kwargs)
+
+
+def a_closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (bound, then freed)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_address_where_no_scheduler_listens_is_one_line_at_once():
+    address = f"tcp://127.0.0.1:{a_closed_port()}"
+    with pytest.raises(ConfigError) as info:
+        cluster.start_cluster(address=address)
+    assert str(info.value) == (
+        f"no Dask scheduler answers at {address} (Connection refused): check that one runs "
+        "there and that this machine can reach it"
+    )
+
+
+@pytest.mark.parametrize(
+    "address, message",
+    [("tcp://127.0.0.1:notaport", "`address` is 'tcp://127.0.0.1:notaport', which is not an address (invalid literal"),
+     ("localhost::1", "`address` is 'localhost::1', which is not an address (invalid address"),
+     ("", "`address` is '', but must be a scheduler address; write it as 'tcp://host:8786'")],
+)  # fmt: skip
+def test_a_malformed_address_is_one_line_saying_how_to_write_one(address, message):
+    with pytest.raises(ConfigError) as info:
+        cluster.start_cluster(address=address)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
