@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import time
 from collections.abc import Callable
 
 from hypersched_nb.errors import ConfigError, warn
@@ -87,13 +88,19 @@ def _reachable(address) -> None:
         ) from None
     if host is None:
         return  # another transport (inproc, ucx): the Client says what goes wrong
-    try:
-        socket.create_connection((host.strip("[]"), port), timeout=CONNECT_TIMEOUT).close()
-    except OSError as exc:
-        raise ConfigError(
-            f"no Dask scheduler answers at {address} ({exc.strerror or exc}): check that one "
-            "runs there and that this machine can reach it"
-        ) from None
+    give_up = time.monotonic() + CONNECT_TIMEOUT
+    while True:  # a scheduler just started may not listen yet: retry until the timeout
+        try:
+            socket.create_connection((host.strip("[]"), port), timeout=CONNECT_TIMEOUT).close()
+            return
+        except OSError as exc:
+            if time.monotonic() >= give_up:
+                raise ConfigError(
+                    f"no Dask scheduler answers at {address} ({exc.strerror or exc}) after "
+                    f"{CONNECT_TIMEOUT:g} s: check that one runs there and that this machine "
+                    "can reach it"
+                ) from None
+            time.sleep(0.2)
 
 
 def _local_cluster(workers: int | None, threads: int):

@@ -104,13 +104,14 @@ def a_closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_an_address_where_no_scheduler_listens_is_one_line_at_once():
+def test_an_address_where_no_scheduler_listens_is_one_line_after_the_connect_timeout(monkeypatch):
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 0.5)  # 10 s for users
     address = f"tcp://127.0.0.1:{a_closed_port()}"
     with pytest.raises(ConfigError) as info:
         cluster.start_cluster(address=address)
     assert str(info.value) == (
-        f"no Dask scheduler answers at {address} (Connection refused): check that one runs "
-        "there and that this machine can reach it"
+        f"no Dask scheduler answers at {address} (Connection refused) after 0.5 s: check that "
+        "one runs there and that this machine can reach it"
     )
 
 
