@@ -11,6 +11,7 @@ learning curves. Ctrl-C stops the search gracefully and still reports.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import sys
@@ -30,12 +31,13 @@ def _parser() -> argparse.ArgumentParser:
         "--deadline", default="2m", help="a budget ('2m', '90s') or a time ('17:00'); default 2m"
     )
     p.add_argument("--policy", default="hypersched", help="scheduling policy (default: hypersched)")
-    p.add_argument(
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
         "--workers",
         type=int,
         help="local worker processes (default: one per GPU, or min(cores, 4))",
     )
-    p.add_argument(
+    where.add_argument(
         "--address", help="use the Dask scheduler at this address instead of a local cluster"
     )
     p.add_argument(
@@ -58,6 +60,20 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds between progress lines when not on a terminal",
     )
     return p
+
+
+def _check(args) -> None:
+    """The demo's own options (the search's are checked by ``Experiment``): one-line errors
+    before anything starts, rather than after the search."""
+    from hypersched_nb.errors import ConfigError
+
+    if not (math.isfinite(args.every) and args.every >= 0):
+        raise ConfigError(f"`--every` is {args.every}, but must be a number of seconds >= 0")
+    report = args.report
+    if report is not None and (not report.strip() or Path(report).is_dir()):
+        raise ConfigError(
+            f"`--report` is {report!r}, but must be the path of an HTML file (like report.html)"
+        )
 
 
 class _Progress:
@@ -100,10 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     model = DigitsCNN if args.model == "digits" else MNIST1DCNN
     t0 = time.monotonic()
     try:
+        _check(args)
         exp = Experiment(
             model, model.space(), metric="val_acc", mode="max", deadline=args.deadline,
             max_epochs=args.max_epochs, eta=args.eta, policy=args.policy,
-            cluster=args.address if args.address else args.workers, sampler=args.sampler, seed=args.seed,
+            cluster=args.workers if args.address is None else args.address,
+            sampler=args.sampler, seed=args.seed,
         )  # fmt: skip
     except HyperschedError as exc:
         print(f"hypersched_nb demo: {exc}", file=sys.stderr)
@@ -116,7 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     progress.show("starting the cluster ...", force=True)
     interrupted = False
     try:
-        exp.start()
+        try:
+            exp.start()
+        except HyperschedError as exc:  # no scheduler answers at --address: one line
+            progress.end()
+            print(f"hypersched_nb demo: {exc}", file=sys.stderr)
+            return 2
         while not exp.wait(0.5):
             progress.show(exp.statistics().progress_line())
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ session's (see ``_session``).
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Mapping
 from datetime import datetime
@@ -30,7 +31,7 @@ from hypersched_nb.experiment._observed import Observed
 from hypersched_nb.experiment._session import Launch, Session
 from hypersched_nb.experiment.deadline import format_duration, parse_deadline, resolve_deadline
 from hypersched_nb.experiment.driver import Driver, Outcome
-from hypersched_nb.experiment.journal import JournalWriter, journal_url
+from hypersched_nb.experiment.journal import JournalWriter, check_unused, journal_url
 from hypersched_nb.experiment.snapshot import Best, ExperimentSnapshot, TrialRow
 from hypersched_nb.experiment.space import config_source, space_record
 from hypersched_nb.runtime.checkpoint import BestCheckpoint
@@ -81,14 +82,24 @@ class Experiment:
         fail_fast: int | None = 3,
     ):
         live = self._given is None
-        _check(trainable, live, metric, mode, max_epochs, min_epochs, eta, seed, cluster, poll)
+        _check(trainable, live, metric=metric, mode=mode, max_epochs=max_epochs,
+               min_epochs=min_epochs, eta=eta, seed=seed, poll=poll, configs=configs,
+               target=target, checkpoint_dir=checkpoint_dir, fail_fast=fail_fast)  # fmt: skip
+        check_budget(max_epochs, min_epochs, eta)
+        _check_cluster(cluster)
         if space is None:
             space = getattr(trainable, "space", lambda: None)()
             if space is None:
                 raise ConfigError(
                     "`space` is None and the trainable has no space(); give a dict of Optuna distributions"
                 )
+        _check_space(space)
         self._deadline_spec = parse_deadline(deadline)
+        if self._deadline_spec.kind == "shift" and not self._deadline_spec.seconds > 0:
+            raise ConfigError(
+                f"`deadline` is {deadline!r}, which is before the search starts; give a budget "
+                "such as '20m'"
+            )
         if live and self._deadline_spec.kind == "at":  # a time already past: said now
             resolve_deadline(self._deadline_spec, elapsed=0.0, current=None, started=datetime.now())
         self._asked = {"space": space, "policy": policy, "policy_params": policy_params,
@@ -106,12 +117,6 @@ class Experiment:
         self._observed: Observed | None = None
         self._journal: JournalWriter | None = None
         self._resumed: tuple | None = None  # (journal, new deadline): set by resume()
-        if fail_fast is not None and (
-            isinstance(fail_fast, bool) or not isinstance(fail_fast, int) or fail_fast < 1
-        ):
-            raise ConfigError(
-                f"`fail_fast` is {fail_fast!r}, but must be a number of trials >= 1, or None"
-            )
         self._fail_fast = FailFast(fail_fast)
         self._failure: SearchFailed | None = None
         self._user_events: list[dict] = []
@@ -138,14 +143,24 @@ class Experiment:
             raise ConfigError(
                 f"`policy_params` is {params!r}, but must be a dict of the policy's own settings"
             )
-        return create(
-            policy,
-            max_epochs=self.max_epochs,
-            min_epochs=self.min_epochs,
-            eta=self.eta,
-            seed=self.seed,
-            **(params or {}),
-        )
+        try:
+            return create(
+                policy,
+                max_epochs=self.max_epochs,
+                min_epochs=self.min_epochs,
+                eta=self.eta,
+                seed=self.seed,
+                **(params or {}),
+            )
+        except HyperschedError:
+            raise
+        except (TypeError, ValueError) as exc:  # a setting of the wrong type, found inside
+            if not params:
+                raise
+            why = " ".join(str(exc).split())
+            raise ConfigError(
+                f"`policy_params` is {params!r}, but policy {policy!r} cannot take it ({why})"
+            ) from None
 
     # ------------------------------------------------------------------ simulated searches
 
@@ -173,6 +188,11 @@ class Experiment:
         from hypersched_nb.experiment.simulate import SimSettings, replayed
         from hypersched_nb.sim.trace import Trace, load_trace
 
+        _check(None, False, workers=workers, configs=configs, seed=seed, min_epochs=min_epochs,
+               startup=startup)  # fmt: skip
+        if max_epochs is not None:  # None: the trace's longest curve
+            _check(None, False, max_epochs=max_epochs)
+            check_budget(max_epochs, min_epochs)
         trace = trace if isinstance(trace, Trace) else load_trace(trace)
         settings = SimSettings(
             workers=workers, configs=configs, max_epochs=max_epochs, min_epochs=min_epochs,
@@ -288,6 +308,8 @@ class Experiment:
         deadline counts from here, the cluster's start included)."""
         session = self._session
         journal = self._resumed[0] if self._resumed else None
+        if session.live and journal is None and self.checkpoint_dir is not None:
+            check_unused(self.checkpoint_dir)  # before anything starts
         clock = session.open(started=journal.started if journal else None)
         deadline = resolve_deadline(
             self._deadline_spec, elapsed=clock.now(), current=None, started=session.started
@@ -607,28 +629,76 @@ def _row(t: Trial, peak: int) -> TrialRow:
     )  # fmt: skip
 
 
-def _check(trainable, live, metric, mode, max_epochs, min_epochs, eta, seed, cluster, poll) -> None:
-    """The constructor's checks: one-line errors naming the parameter."""
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _finite(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _path(value) -> bool:
+    return isinstance(value, os.PathLike) or (isinstance(value, str) and bool(value.strip()))
+
+
+# The settings whose value can be checked alone (the constructor's, and replay()'s): what
+# each must be, and the test
+_RULES = {
+    "metric": ("the name of a metric that step() returns", lambda v: isinstance(v, str) and v),
+    "mode": ("'max' or 'min'", lambda v: v in ("max", "min")),
+    "max_epochs": ("an integer", _whole),
+    "min_epochs": ("an integer", _whole),
+    "eta": ("a finite number > 1", lambda v: v is None or _finite(v)),
+    "seed": ("an integer from 0 to 2**32 - 1", lambda v: _whole(v) and 0 <= v < 2**32),
+    "poll": ("a finite number of seconds > 0", lambda v: _finite(v) and v > 0),
+    "configs": ("a number of configurations >= 1, or None", lambda v: v is None or (_whole(v) and v >= 1)),
+    "target": ("a finite number (the metric to reach), or None", lambda v: v is None or _finite(v)),
+    "checkpoint_dir": ("a folder path or an fsspec URL, or None", lambda v: v is None or _path(v)),
+    "fail_fast": ("a number of trials >= 1, or None", lambda v: v is None or (_whole(v) and v >= 1)),
+    "workers": ("a number of workers >= 1", lambda v: _whole(v) and v >= 1),
+    "startup": ("a number of seconds >= 0, or None", lambda v: v is None or (_finite(v) and v >= 0)),
+}  # fmt: skip
+
+
+def _check(trainable, live: bool, **settings) -> None:
+    """The constructor's checks, before anything starts: one-line errors naming the
+    parameter, its value and what it must be."""
     if live and not (isinstance(trainable, type) and callable(getattr(trainable, "step", None))):
         raise ConfigError(
             f"`trainable` is {trainable!r}, but must be a Trainable subclass (the class itself)"
         )
-    if not isinstance(metric, str) or not metric:
-        raise ConfigError(
-            f"`metric` is {metric!r}, but must be the name of a metric that step() returns"
-        )
-    if mode not in ("max", "min"):
-        raise ConfigError(f"`mode` is {mode!r}, but must be 'max' or 'min'")
-    for name, value in (("max_epochs", max_epochs), ("min_epochs", min_epochs), ("seed", seed)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"`{name}` is {value!r}, but must be an integer")
-    check_budget(max_epochs, min_epochs, eta)
-    if cluster is not None and not _cluster_ok(cluster):
+    for name, value in settings.items():
+        rule, ok = _RULES[name]
+        if not ok(value):
+            raise ConfigError(f"`{name}` is {value!r}, but must be {rule}")
+
+
+def _check_cluster(cluster) -> None:
+    if cluster is None:
+        return
+    if isinstance(cluster, str):  # an address: its syntax now, whether one answers at start()
+        from hypersched_nb.runtime.cluster import check_address
+
+        if cluster.strip().isdigit():
+            raise ConfigError(
+                f"`cluster` is {cluster!r}, a string, but a number of workers must be an int "
+                f"({int(cluster)}), and an address looks like 'tcp://host:8786'"
+            )
+        check_address(cluster, "cluster")
+    elif not _cluster_ok(cluster):
         raise ConfigError(
             f"`cluster` is {cluster!r}, but must be a number of workers >= 1, an address or a Client"
         )
-    if not isinstance(poll, (int, float)) or not poll > 0:
-        raise ConfigError(f"`poll` is {poll!r}, but must be > 0 seconds")
+
+
+def _check_space(space) -> None:
+    """A list of configurations holds dicts (a dict space is checked where it is read)."""
+    if isinstance(space, (list, tuple)):
+        for i, config in enumerate(space):
+            if not isinstance(config, Mapping):
+                raise ConfigError(
+                    f"`space[{i}]` is {config!r}, but each configuration of a list must be a dict"
+                )
 
 
 def _cluster_ok(cluster) -> bool:
@@ -636,7 +706,7 @@ def _cluster_ok(cluster) -> bool:
         return False
     if isinstance(cluster, int):
         return cluster >= 1
-    return isinstance(cluster, str) or hasattr(cluster, "submit")
+    return hasattr(cluster, "submit")
 
 
 def _import_path(obj) -> str | None:

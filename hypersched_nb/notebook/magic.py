@@ -24,6 +24,7 @@ subcommands act on the last search started here. Bad input is a one-line ``Usage
 from __future__ import annotations
 
 import argparse
+import keyword
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -129,11 +130,18 @@ def _resume_parser() -> _Parser:
     )
     p.add_argument("path", help="the search's checkpoint folder (it holds journal.jsonl)")
     p.add_argument("--deadline", help="a new deadline: '30m' (from now), '+10m', '17:00'")
-    p.add_argument("--workers", type=int, help="local workers (default: as the search had)")
-    p.add_argument("--address", help="a Dask scheduler address instead of a local cluster")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, help="local workers (default: as the search had)")
+    where.add_argument("--address", help="a Dask scheduler address instead of a local cluster")
     p.add_argument("--name", default="exp", help="variable to bind the Experiment to")
     p.add_argument("--no-dashboard", action="store_true", help="do not show the dashboard")
     return p
+
+
+def _check_name(name: str) -> None:
+    """``--name``: a notebook variable the experiment can be bound to."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise UsageError(f"--name {name!r} is not a Python identifier (a variable name)")
 
 
 def _plain_parser(name: str, text: str) -> _Parser:
@@ -188,8 +196,7 @@ class HyperschedMagics(Magics):
     def _start(self, argv: list[str]):
         a = _start_parser().parse_args(argv)
         target = self._lookup(a.trainable)
-        if not a.name.isidentifier():
-            raise UsageError(f"--name {a.name!r} is not a Python identifier")
+        _check_name(a.name)
         if self.current is not None and not self.current.done and target is not self.current:
             raise UsageError("a search started here is still running; %hypersched stop it first")
         if isinstance(target, Search):  # built in the notebook: started or not
@@ -212,8 +219,7 @@ class HyperschedMagics(Magics):
 
     def _resume(self, argv: list[str]):
         a = _resume_parser().parse_args(argv)
-        if not a.name.isidentifier():
-            raise UsageError(f"--name {a.name!r} is not a Python identifier")
+        _check_name(a.name)
         if self.current is not None and not self.current.done:
             raise UsageError("a search started here is still running; %hypersched stop it first")
         cluster = a.workers if a.workers is not None else a.address

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from hypersched_nb.core.scaling import ScalingCurve
-from hypersched_nb.errors import TraceFormatError
+from hypersched_nb.errors import ConfigError, TraceFormatError
 
 __all__ = ["Trace", "load_trace", "find_trace", "trace_dirs", "TRACE_KEY"]
 
@@ -77,9 +78,28 @@ def find_trace(name_or_path: str | os.PathLike) -> Path:
 
 def load_trace(name_or_path: str | os.PathLike) -> Trace:
     """Read a trace CSV and its optional JSON sidecar; raise one-line errors on bad input."""
+    path = find_trace(name_or_path)
+    metrics, seconds, params = _curves(path, _rows(path))
+    sidecar = path.with_suffix(".json")
+    meta = _sidecar(sidecar)
+    return Trace(
+        name=path.stem,
+        ids=tuple(sorted(metrics)),
+        metrics=metrics,
+        seconds=seconds,
+        params=params,
+        metric_name=meta.get("metric", "metric"),
+        mode=_mode(sidecar, meta),
+        scaling=_scaling(sidecar, meta),
+        startup_seconds=_startup_seconds(sidecar, meta),
+        meta=meta,
+    )
+
+
+def _rows(path: Path):
+    """The rows of the trace CSV at ``path``, checked and sorted by trial and epoch."""
     import pandas as pd
 
-    path = find_trace(name_or_path)
     try:
         df = pd.read_csv(path)
     except Exception as exc:  # noqa: BLE001 - pandas raises many types for malformed files
@@ -91,44 +111,121 @@ def load_trace(name_or_path: str | os.PathLike) -> Trace:
         )
     if df.empty:
         raise TraceFormatError(f"trace {path}: has no rows")
+    for column in _REQUIRED:  # in this order: a cell is named by the columns checked before it
+        df[column] = _numbers(path, df, column)
     if (df["seconds"] < 0).any() or df["seconds"].isna().any():
         raise TraceFormatError(f"trace {path}: `seconds` must be >= 0 on every row")
     df = df.sort_values(["trial", "epoch"], kind="stable")
+    _check_no_repeated_epoch(path, df)
+    return df
+
+
+def _numbers(path: Path, df, column: str):
+    """``column`` as numbers: trial ids and epochs whole numbers in every row; metrics and
+    seconds numbers where a cell is not empty (an empty metric is a diverged epoch)."""
+    import pandas as pd
+
+    values = pd.to_numeric(df[column], errors="coerce")
+    whole = column in ("trial", "epoch")
+    if whole:
+        bad = values.isna() | (values % 1 != 0)
+    else:
+        bad = values.isna() & df[column].notna()
+    if bad.any():
+        label = bad.idxmax()  # the first offending row
+        cell = df.at[label, column]
+        shown = "nothing" if pd.isna(cell) else repr(_plain(cell))
+        raise TraceFormatError(
+            f"trace {path}: column {column!r} holds {shown} ({_where(df, label, column)}), "
+            f"but must hold {'whole numbers' if whole else 'numbers'}"
+        )
+    return values
+
+
+def _where(df, label, column: str) -> str:
+    """The row ``label`` of a trace just read, named by the columns checked before
+    ``column``: its trial and epoch once they are known to be numbers."""
+    row = f"row {label + 1} below the header"
+    if column == "trial":
+        return row
+    if column == "epoch":
+        return f"trial {int(df.at[label, 'trial'])}, {row}"
+    return f"trial {int(df.at[label, 'trial'])}, epoch {int(df.at[label, 'epoch'])}"
+
+
+def _check_no_repeated_epoch(path: Path, df) -> None:
+    """One row per trial and epoch (a repeated one is named, not taken for a gap)."""
+    repeated = df.duplicated(["trial", "epoch"], keep=False)
+    if repeated.any():
+        trial, epoch = df.loc[repeated.idxmax(), ["trial", "epoch"]]
+        rows = int(((df["trial"] == trial) & (df["epoch"] == epoch)).sum())
+        raise TraceFormatError(
+            f"trace {path}: trial {int(trial)} has epoch {int(epoch)} "
+            f"{'twice' if rows == 2 else f'in {rows} rows'}; keep one row per trial and epoch"
+        )
+
+
+def _curves(path: Path, df) -> tuple[dict, dict, dict]:
+    """Metrics, seconds and parameters of each trial, from its checked rows."""
     pcols = [c for c in df.columns if c.startswith("param_")]
     metrics, seconds, params = {}, {}, {}
     for tid, g in df.groupby("trial", sort=True):
+        tid = int(tid)
         epochs = g["epoch"].to_numpy()
         if epochs[0] != 1 or (np.diff(epochs) != 1).any():
             raise TraceFormatError(
                 f"trace {path}: trial {tid} epochs must run 1, 2, 3, ... without gaps"
             )
-        tid = int(tid)
         metrics[tid] = g["metric"].to_numpy(dtype=float)
         seconds[tid] = g["seconds"].to_numpy(dtype=float)
         first = g.iloc[0]
         params[tid] = {c.removeprefix("param_"): _plain(first[c]) for c in pcols}
-    meta = {}
-    sidecar = path.with_suffix(".json")
-    if sidecar.exists():
-        try:
-            meta = json.loads(sidecar.read_text())
-        except json.JSONDecodeError as exc:
-            raise TraceFormatError(f"sidecar {sidecar}: invalid JSON ({exc})") from None
+    return metrics, seconds, params
+
+
+_JSON_KINDS = {list: "an array", str: "a string", bool: "true or false", int: "a number",
+               float: "a number", type(None): "null"}  # fmt: skip
+
+
+def _sidecar(sidecar: Path) -> dict:
+    """The sidecar's keys ({} without one)."""
+    if not sidecar.exists():
+        return {}
+    try:
+        meta = json.loads(sidecar.read_text())
+    except ValueError as exc:  # not JSON, or not UTF-8 text
+        raise TraceFormatError(f"sidecar {sidecar}: invalid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise TraceFormatError(
+            f"sidecar {sidecar}: holds {_JSON_KINDS[type(meta)]}, but must be a JSON object "
+            'such as {"mode": "max", "startup_seconds": 0}'
+        )
+    return meta
+
+
+def _mode(sidecar: Path, meta: dict) -> str:
     mode = meta.get("mode", "max")
     if mode not in ("max", "min"):
         raise TraceFormatError(f"sidecar {sidecar}: `mode` is {mode!r}, but must be 'max' or 'min'")
-    return Trace(
-        name=path.stem,
-        ids=tuple(sorted(metrics)),
-        metrics=metrics,
-        seconds=seconds,
-        params=params,
-        metric_name=meta.get("metric", "metric"),
-        mode=mode,
-        scaling=ScalingCurve.parse(meta.get("scaling")),
-        startup_seconds=float(meta.get("startup_seconds", 0.0)),
-        meta=meta,
-    )
+    return mode
+
+
+def _scaling(sidecar: Path, meta: dict) -> ScalingCurve:
+    try:
+        return ScalingCurve.parse(meta.get("scaling"))
+    except ConfigError as exc:
+        raise TraceFormatError(f"sidecar {sidecar}: {exc}") from None
+
+
+def _startup_seconds(sidecar: Path, meta: dict) -> float:
+    value = meta.get("startup_seconds", 0.0)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not (number and math.isfinite(value) and value >= 0):
+        raise TraceFormatError(
+            f"sidecar {sidecar}: `startup_seconds` is {json.dumps(value)}, but must be a "
+            "number of seconds >= 0"
+        )
+    return float(value)
 
 
 def _plain(value):

@@ -4,6 +4,8 @@ errors."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -198,6 +200,40 @@ def test_bad_input_is_one_line_and_exit_code_2(toy, tmp_path, capsys, change, me
     assert message in err  # names the value and the rule
     assert err.count("\n") == 1  # one line
     assert not out.exists()  # nothing ran, nothing written
+
+
+@pytest.mark.parametrize(
+    "csv, sidecar, message",
+    [
+        ("trial,epoch,metric,seconds\n0,1,0.5,1\n0,2,abc,1\n", None,
+         "column 'metric' holds 'abc' (trial 0, epoch 2), but must hold numbers"),
+        ("trial,epoch,metric,seconds\n0,1,0.5,1\n", "[1, 2]",
+         "x.json: holds an array, but must be a JSON object"),
+    ],
+    ids=["metric-text", "sidecar-list"],
+)  # fmt: skip
+def test_a_malformed_trace_is_one_line_and_exit_code_2(tmp_path, capsys, csv, sidecar, message):
+    trace = tmp_path / "x.csv"
+    trace.write_text(csv)
+    if sidecar is not None:
+        trace.with_suffix(".json").write_text(sidecar)
+    assert bench(*base(trace)) == 2  # refused before anything runs
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1  # one line naming what to change
+
+
+def test_from_the_shell_a_malformed_trace_is_one_line_not_a_traceback(tmp_path):
+    trace = tmp_path / "x.csv"
+    trace.write_text("trial,epoch,metric,seconds\n0,1,0.5,1\n0,2,0.6,soon\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "hypersched_nb", "bench", *base(trace)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr == (
+        f"python -m hypersched_nb bench: trace {trace}: column 'seconds' holds 'soon' "
+        "(trial 0, epoch 2), but must hold numbers\n"
+    )
 
 
 def test_a_missing_required_option_is_named(toy, capsys):

@@ -44,6 +44,63 @@ def test_bad_options_fail_before_any_cluster_starts(capsys):
     assert capsys.readouterr().err.startswith("hypersched_nb demo: `deadline` is 'soon'")
 
 
+@pytest.fixture
+def never_started(monkeypatch):
+    """The search the demo builds may not start (a bad option is said before)."""
+    from hypersched_nb.experiment.experiment import Experiment
+
+    def start(self):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr(Experiment, "start", start)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [(["--seed", "-1"], "`seed` is -1, but must be an integer from 0 to 2**32 - 1"),
+     (["--eta", "inf"], "`eta` is inf, but must be a finite number > 1"),
+     (["--deadline=-5m"], "`deadline` is '-5m', which is before the search starts"),
+     (["--address", ""], "`cluster` is '', but must be a scheduler address"),
+     (["--address", "nohost"], "`cluster` is 'nohost', which is not an address"),
+     (["--every", "-1"], "`--every` is -1.0, but must be a number of seconds >= 0"),
+     (["--every", "nan"], "`--every` is nan, but must be a number of seconds >= 0"),
+     (["--report", ""], "`--report` is '', but must be the path of an HTML file (like report.html)")],
+)  # fmt: skip
+def test_each_bad_option_is_one_line_before_the_search_starts(never_started, capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hypersched_nb demo: {message}") and err.count("\n") == 1
+
+
+def test_a_report_path_that_is_a_folder_is_refused_before_the_search(
+    never_started, tmp_path, capsys
+):
+    assert main(["--report", str(tmp_path)]) == 2
+    assert "`--report` is " in capsys.readouterr().err  # not after the search, when writing it
+
+
+def test_workers_and_address_together_are_refused(never_started, capsys):
+    with pytest.raises(SystemExit):
+        main(["--workers", "2", "--address", "tcp://127.0.0.1:1"])
+    assert "argument --address: not allowed with argument --workers" in capsys.readouterr().err
+
+
+def test_a_scheduler_that_does_not_answer_is_one_line(monkeypatch, capsys):
+    from hypersched_nb.errors import ConfigError
+    from hypersched_nb.experiment.experiment import Experiment
+
+    def start(self):
+        raise ConfigError("no Dask scheduler answers at tcp://127.0.0.1:1 (Connection refused)")
+
+    monkeypatch.setattr(Experiment, "start", start)
+    assert main(["--address", "tcp://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "hypersched_nb demo: no Dask scheduler answers at tcp://127.0.0.1:1 (Connection refused)\n"
+    )
+
+
 @pytest.mark.cluster
 def test_the_demo_searches_and_writes_its_report(tmp_path, capsys):
     report = tmp_path / "report.html"

@@ -1,5 +1,6 @@
 """Experiment: the user's object, run here on the simulator (fast and deterministic)."""
 
+import math
 import threading
 
 import pytest
@@ -286,6 +287,65 @@ def test_bad_input_is_a_one_line_config_error_naming_the_parameter(kw, name):
     assert name in str(err.value) and "\n" not in str(err.value)
 
 
+MUST = {
+    "eta": "but must be a finite number > 1",
+    "seed": "but must be an integer from 0 to 2**32 - 1",
+    "configs": "but must be a number of configurations >= 1, or None",
+    "target": "but must be a finite number (the metric to reach), or None",
+    "poll": "but must be a finite number of seconds > 0",
+    "checkpoint_dir": "but must be a folder path or an fsspec URL, or None",
+}
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [(dict(eta=math.inf), f"`eta` is inf, {MUST['eta']}"), (dict(eta="4"), f"`eta` is '4', {MUST['eta']}"),
+     (dict(seed=-1), f"`seed` is -1, {MUST['seed']}"), (dict(seed=2**32), f"`seed` is 4294967296, {MUST['seed']}"),
+     (dict(configs=2.5), f"`configs` is 2.5, {MUST['configs']}"), (dict(configs="10"), f"`configs` is '10', {MUST['configs']}"),
+     (dict(configs=True), f"`configs` is True, {MUST['configs']}"), (dict(target="0.9"), f"`target` is '0.9', {MUST['target']}"),
+     (dict(target=math.nan), f"`target` is nan, {MUST['target']}"), (dict(target=True), f"`target` is True, {MUST['target']}"),
+     (dict(poll=math.inf), f"`poll` is inf, {MUST['poll']}"), (dict(poll=True), f"`poll` is True, {MUST['poll']}"),
+     (dict(checkpoint_dir=3), f"`checkpoint_dir` is 3, {MUST['checkpoint_dir']}"),
+     (dict(checkpoint_dir=""), f"`checkpoint_dir` is '', {MUST['checkpoint_dir']}"),
+     (dict(cluster=""), "`cluster` is '', but must be a scheduler address; write it as 'tcp://host:8786'"),
+     (dict(cluster="2"), "`cluster` is '2', a string, but a number of workers must be an int (2)"),
+     (dict(cluster="notaddress"), "`cluster` is 'notaddress', which is not an address (missing port"),
+     (dict(cluster="tcp2://h:1"), "`cluster` is 'tcp2://h:1', which is not an address (unknown address scheme"),
+     (dict(space=[3]), "`space[0]` is 3, but each configuration of a list must be a dict"),
+     (dict(space=[{"lr": 1}, "x"]), "`space[1]` is 'x', but each configuration of a list must be a dict"),
+     (dict(deadline="-5m"), "`deadline` is '-5m', which is before the search starts; give a budget such as '20m'"),
+     (dict(policy_params={"brackets": "2"}), "`policy_params` is {'brackets': '2'}, but policy 'asha' cannot take it ('<' not supported")],
+)  # fmt: skip
+def test_each_bad_value_is_one_line_saying_what_it_must_be(kw, message):
+    args = dict(trainable=Net, space={"lr": [0.1]}, deadline="1m", max_epochs=5, policy="asha") | kw
+    with pytest.raises(ConfigError) as err:
+        Experiment(**args)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_a_cluster_address_is_read_when_built_and_connected_to_only_at_the_start():
+    exp = Experiment(Net, {"lr": [0.1]}, deadline="1m", policy="asha", cluster="tcp://127.0.0.1:1")
+    assert exp.cluster == "tcp://127.0.0.1:1"  # nothing listens there: start() says so
+    with pytest.raises(
+        ConfigError, match="`cluster` is 'tcp://127.0.0.1', which is not an address"
+    ):
+        Experiment(Net, {"lr": [0.1]}, deadline="1m", policy="asha", cluster="tcp://127.0.0.1")
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [(dict(workers=0), "`workers` is 0, but must be a number of workers >= 1"),
+     (dict(workers="3"), "`workers` is '3', but must be a number of workers >= 1"),
+     (dict(configs=2.5), f"`configs` is 2.5, {MUST['configs']}"), (dict(seed=-1), f"`seed` is -1, {MUST['seed']}"),
+     (dict(startup=-1), "`startup` is -1, but must be a number of seconds >= 0, or None"),
+     (dict(max_epochs=0), "`max_epochs` is 0, but must be >= min_epochs (1)")],
+)  # fmt: skip
+def test_a_replays_bad_values_are_one_line_too(trace, kw, message):
+    with pytest.raises(ConfigError) as err:
+        replay(trace, **kw)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
 def test_everything_after_the_space_is_a_keyword():
     # Experiment(trainable, space, metric, ...) would bind a metric to the wrong place silently
     with pytest.raises(TypeError):
@@ -358,3 +418,21 @@ def test_a_deadline_moved_into_the_past_ends_the_search_now(trace):
     exp.wait()
     assert exp.deadline == now  # not before: what was reported until now still counts
     assert exp.statistics().time == now
+
+
+def test_a_new_search_in_a_folder_holding_a_journal_is_refused_before_anything_starts(tmp_path):
+    from hypersched_nb.testing.trainables import TinyRegression
+
+    journal = tmp_path / "journal.jsonl"
+    journal.write_text('{"k":"search","format":1}\n')
+    exp = Experiment(TinyRegression, [{"lr": 0.1}], metric="loss", mode="min", deadline="1m",
+                     cluster=1, checkpoint_dir=str(tmp_path))  # fmt: skip
+    with pytest.raises(HyperschedError) as refused:
+        exp.start()
+    assert str(refused.value) == (
+        f"checkpoint_dir {str(tmp_path)!r} holds another search's journal already: go on "
+        f"with it with Experiment.resume({str(tmp_path)!r}), or give this search a "
+        "checkpoint_dir of its own"
+    )
+    assert journal.read_text() == '{"k":"search","format":1}\n'  # untouched
+    assert repr(exp).startswith("<Experiment hypersched created:")  # nothing started

@@ -75,6 +75,26 @@ def test_mistakes_are_one_line_usage_errors(shell, line, message):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "line, message",
+    [("start Net --eta inf", "`eta` is inf, but must be a finite number > 1"),
+     ("start Net --seed -1", "`seed` is -1, but must be an integer from 0 to 2**32 - 1"),
+     ("start Net --address notanaddress", "`cluster` is 'notanaddress', which is not an address"),
+     ("start Net --address tcp2://h:1", "unknown address scheme 'tcp2'"),
+     ("start Net --name class", "--name 'class' is not a Python identifier"),
+     ("resume runs/a --workers 2 --address tcp://x:1", "argument --address: not allowed with argument --workers")],
+)  # fmt: skip
+def test_bad_options_are_one_line_before_anything_starts(shell, monkeypatch, line, message):
+    started, resumed = [], []
+    monkeypatch.setattr(Experiment, "start", lambda self: started.append(self) or self)
+    monkeypatch.setattr(Experiment, "resume", classmethod(lambda cls, *a, **kw: resumed.append(a)))
+    shell.user_ns["Net"] = Net
+    with pytest.raises(UsageError) as err:
+        shell.run_line_magic("hypersched", line)
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert started == resumed == [] and "class" not in shell.user_ns
+
+
 def test_resume_binds_the_resumed_search_and_follows_it(shell, replay, monkeypatch, capsys):
     asked = []
     monkeypatch.setattr(

@@ -119,9 +119,21 @@ def test_an_address_where_no_scheduler_listens_is_one_line_after_the_connect_tim
     "address, message",
     [("tcp://127.0.0.1:notaport", "`address` is 'tcp://127.0.0.1:notaport', which is not an address (invalid literal"),
      ("localhost::1", "`address` is 'localhost::1', which is not an address (invalid address"),
-     ("", "`address` is '', but must be a scheduler address; write it as 'tcp://host:8786'")],
+     ("", "`address` is '', but must be a scheduler address; write it as 'tcp://host:8786'"),
+     ("tcp2://127.0.0.1:1", "`address` is 'tcp2://127.0.0.1:1', which is not an address (unknown address scheme 'tcp2'")],
 )  # fmt: skip
 def test_a_malformed_address_is_one_line_saying_how_to_write_one(address, message):
     with pytest.raises(ConfigError) as info:
         cluster.start_cluster(address=address)
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "address, found",
+    [("tcp://127.0.0.1:8786", ("127.0.0.1", 8786)), ("sched:8786", ("sched", 8786)),
+     ("inproc://10.0.0.1/1/2", None)],
+)  # fmt: skip
+def test_an_address_is_read_without_connecting(address, found):
+    assert cluster.check_address(address, "cluster") == found
+    with pytest.raises(ConfigError, match="^`cluster` is 'sched', which is not an address"):
+        cluster.check_address("sched", "cluster")  # the parameter the user gave is named

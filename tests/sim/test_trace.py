@@ -3,8 +3,9 @@ optional JSON sidecar.
 
 Specified here: what a trace loads into (curves per trial, parameters, mode, scaling,
 start-up cost); every malformed input is refused with a one-line TraceFormatError naming the
-file and the rule (missing column, epochs with gaps or not from 1, negative seconds, no rows,
-bad sidecar JSON or mode); lookup by name through $HYPERSCHED_TRACES; an unknown name lists
+file and the rule (missing column, a cell that is not a number, epochs with gaps or not from 1,
+an epoch repeated, negative seconds, no rows, a sidecar that is not a JSON object or has a bad
+mode, scaling or start-up cost); lookup by name through $HYPERSCHED_TRACES; an unknown name lists
 the known ones.
 """
 
@@ -112,7 +113,11 @@ def test_row_order_does_not_matter(tmp_path):
         ),
         (
             "trial,epoch,metric,seconds\n0,1,0.5,1\n0,1,0.6,1\n",
-            "trial 0 epochs must run 1, 2, 3, ... without gaps",
+            "trial 0 has epoch 1 twice; keep one row per trial and epoch",
+        ),
+        (
+            "trial,epoch,metric,seconds\n3,1,0.5,1\n3,2,0.6,1\n3,2,0.6,1\n3,2,0.7,1\n",
+            "trial 3 has epoch 2 in 3 rows; keep one row per trial and epoch",
         ),
         ("trial,epoch,metric,seconds\n0,1,0.5,-1\n", "`seconds` must be >= 0 on every row"),
         ("trial,epoch,metric,seconds\n0,1,0.5,\n", "`seconds` must be >= 0 on every row"),
@@ -124,6 +129,7 @@ def test_row_order_does_not_matter(tmp_path):
         "gap",
         "not-from-1",
         "repeated",
+        "repeated-thrice",
         "negative-seconds",
         "no-seconds",
         "empty",
@@ -133,6 +139,61 @@ def test_malformed_csv_is_refused_naming_file_and_rule(tmp_path, text, rule):
     path = write(tmp_path, text)
     message = refused(path)
     assert message == f"trace {path}: {rule}"
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        (
+            "trial,epoch,metric,seconds\n3,1,0.5,1\n3,2,abc,1\n",
+            "column 'metric' holds 'abc' (trial 3, epoch 2), but must hold numbers",
+        ),
+        (
+            "trial,epoch,metric,seconds\n3,1,0.5,1\n3,2,0.6,1.5s\n",
+            "column 'seconds' holds '1.5s' (trial 3, epoch 2), but must hold numbers",
+        ),
+        (
+            "trial,epoch,metric,seconds\n3,1,0.5,1\nthree,2,0.6,1\n",
+            "column 'trial' holds 'three' (row 2 below the header), but must hold whole numbers",
+        ),
+        (
+            "trial,epoch,metric,seconds\n3,1,0.5,1\n,2,0.6,1\n",
+            "column 'trial' holds nothing (row 2 below the header), but must hold whole numbers",
+        ),
+        (
+            "trial,epoch,metric,seconds\n3,1,0.5,1\n3,two,0.6,1\n",
+            "column 'epoch' holds 'two' (trial 3, row 2 below the header), but must hold whole numbers",
+        ),
+        (
+            "trial,epoch,metric,seconds\n3,1,0.5,1\n3,1.5,0.6,1\n",
+            "column 'epoch' holds 1.5 (trial 3, row 2 below the header), but must hold whole numbers",
+        ),
+    ],
+    ids=["metric", "seconds", "trial", "empty-trial", "epoch", "fractional-epoch"],
+)
+def test_a_cell_that_is_not_a_number_is_refused_naming_column_value_and_row(tmp_path, text, rule):
+    path = write(tmp_path, text)
+    assert refused(path) == f"trace {path}: {rule}"
+
+
+@pytest.mark.parametrize(
+    ("sidecar", "rule"),
+    [
+        ("[1, 2]", 'holds an array, but must be a JSON object such as {"mode": "max", "startup_seconds": 0}'),
+        ('"max"', 'holds a string, but must be a JSON object such as {"mode": "max", "startup_seconds": 0}'),
+        ({"startup_seconds": "soon"}, '`startup_seconds` is "soon", but must be a number of seconds >= 0'),
+        ({"startup_seconds": -1}, "`startup_seconds` is -1, but must be a number of seconds >= 0"),
+        ('{"startup_seconds": Infinity}', "`startup_seconds` is Infinity, but must be a number of seconds >= 0"),
+        ({"startup_seconds": True}, "`startup_seconds` is true, but must be a number of seconds >= 0"),
+        ({"scaling": [1.8, 3.1]}, "scaling [1.8, 3.1] must map worker counts to speed-ups"),
+        ({"scaling": {"two": 1.8}}, "scaling point 'two': 1.8 is not a worker count and a speed-up"),
+    ],
+    ids=["list", "string", "startup-text", "startup-negative", "startup-infinite", "startup-bool",
+         "scaling-list", "scaling-point"],
+)  # fmt: skip
+def test_a_sidecar_that_is_not_an_object_or_has_a_bad_value_is_refused(tmp_path, sidecar, rule):
+    path = write(tmp_path, GOOD, sidecar=sidecar)
+    assert refused(path) == f"sidecar {path.with_suffix('.json')}: {rule}"
 
 
 def test_a_sidecar_mode_other_than_max_or_min_is_refused(tmp_path):
