@@ -16,6 +16,7 @@ __all__ = [
     "Result",
     "TrialFailed",
     "WorkersChanged",
+    "TrialHalted",
     "DeadlineChanged",
     # instructions
     "Start",
@@ -96,12 +97,23 @@ class WorkersChanged(_Matchable):
 
 
 @dataclass(frozen=True, slots=True)
+class TrialHalted(_Matchable):
+    """The runtime took the trial off its workers by itself, for ``reason``: its epoch's
+    checkpoint could not be written (a full disk), or it exhausted its worker's memory. It
+    goes back to PAUSED and may resume from its last checkpoint."""
+
+    trial_id: int
+    time: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class DeadlineChanged(_Matchable):
     time: float
     deadline: float
 
 
-Event = Result | TrialFailed | WorkersChanged | DeadlineChanged
+Event = Result | TrialFailed | WorkersChanged | TrialHalted | DeadlineChanged
 
 # ----------------------------------------------------------------------- instructions
 

@@ -54,6 +54,7 @@ TRANSITIONS: dict[TrialState, dict[str, TrialState]] = {
         "Complete": _T,
         "TrialFailed": _E,
         "WorkerLost": _Z,
+        "Halted": _Z,
     },
     _Z: {"Start": _R, "Stop": _T},
     _T: {},

@@ -21,6 +21,7 @@ from hypersched_nb.core.events import (
     Start,
     Stop,
     TrialFailed,
+    TrialHalted,
     WorkersChanged,
 )
 from hypersched_nb.experiment.snapshot import Allocation
@@ -103,7 +104,7 @@ class Observed:
         """What ``events`` change: workers freed by failures and lost, the cluster's size."""
         for e in events:
             kind = type(e)
-            if kind is TrialFailed:
+            if kind is TrialFailed or kind is TrialHalted:
                 self._hold(e.time, e.trial_id, 0)
             elif kind is WorkersChanged:
                 self._sized(e.time, e.workers)

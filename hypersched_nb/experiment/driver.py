@@ -35,6 +35,7 @@ from hypersched_nb.core.events import (
     Start,
     Stop,
     TrialFailed,
+    TrialHalted,
     WorkersChanged,
 )
 from hypersched_nb.core.policies import Policy
@@ -209,6 +210,11 @@ class Driver:
                     self._leave_running(trial, "WorkerLost", event.time, "its worker was lost")
                     self.paused[tid] = trial
             self._log(event.time, None, "WorkersChanged", f"{event.workers} workers")
+        elif type(event) is TrialHalted:
+            trial = self.trials[event.trial_id]
+            if trial.state is _RUNNING:
+                self._leave_running(trial, "Halted", event.time, event.reason)
+                self.paused[trial.trial_id] = trial
         elif type(event) is DeadlineChanged:
             self.deadline = self._deadline = max(event.deadline, event.time)  # past means now
             self._log(event.time, None, "DeadlineChanged", f"deadline moved to {self.deadline:g}")

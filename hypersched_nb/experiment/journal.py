@@ -26,7 +26,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from hypersched_nb.core.events import DeadlineChanged, Result, TrialFailed, WorkersChanged
+from hypersched_nb.core.events import (
+    DeadlineChanged,
+    Result,
+    TrialFailed,
+    TrialHalted,
+    WorkersChanged,
+)
 from hypersched_nb.errors import HyperschedError
 from hypersched_nb.experiment._inputs import Inputs, Moment
 from hypersched_nb.runtime.checkpoint import BestCheckpoint, private_folders, written_bests
@@ -41,6 +47,7 @@ __all__ = [
     "Dry",
     "EndOfJournal",
     "Replay",
+    "check_unused",
     "event_from_record",
     "journal_url",
     "read_journal",
@@ -49,7 +56,9 @@ __all__ = [
 FORMAT = 1  # the journal format this version writes and reads
 NAME = "journal.jsonl"
 _INPUTS = frozenset({"start", "now", "events", "offer"})
-_EVENTS = {cls.__name__: cls for cls in (Result, TrialFailed, WorkersChanged, DeadlineChanged)}
+_EVENTS = {
+    cls.__name__: cls for cls in (Result, TrialFailed, WorkersChanged, TrialHalted, DeadlineChanged)
+}
 
 
 class JournalError(HyperschedError):
@@ -60,6 +69,22 @@ def journal_url(path: str | os.PathLike) -> str:
     """The journal of a search, from its checkpoint folder or the journal file itself."""
     url = os.fspath(path)
     return url if url.endswith(".jsonl") else f"{url.rstrip('/')}/{NAME}"
+
+
+def check_unused(folder: str | os.PathLike) -> None:
+    """Refuse to start a new search in ``folder`` if a search's journal is there already:
+    both would write to one journal, and the new one's checkpoints would overwrite the
+    old's (trial ids start at 0 in each)."""
+    import fsspec
+
+    url = journal_url(folder)
+    fs, path = fsspec.core.url_to_fs(url)
+    if fs.exists(path):
+        raise JournalError(
+            f"checkpoint_dir {os.fspath(folder)!r} holds another search's journal already: "
+            f"go on with it with Experiment.resume({os.fspath(folder)!r}), or give this "
+            "search a checkpoint_dir of its own"
+        )
 
 
 # ---------------------------------------------------------------------------- writing
@@ -156,7 +181,8 @@ class Journal:
 def read_journal(path: str | os.PathLike) -> Journal:
     """Read the journal of the search at ``path`` (its checkpoint folder or the file). A
     torn last line (the search was killed while writing it) is dropped; anything else that
-    is not a journal of this format is a :class:`JournalError` saying so."""
+    is not a journal of this format, or not of one search, is a :class:`JournalError`
+    naming the line."""
     import fsspec
 
     url = journal_url(path)
@@ -169,18 +195,16 @@ def read_journal(path: str | os.PathLike) -> Journal:
         ) from None
     lines = data.split(b"\n")
     torn = lines[-1] != b""  # every whole record ends with a newline
-    records = [_parse(line, i + 1, url) for i, line in enumerate(lines[:-1]) if line.strip()]
-    if not records:
+    numbered = [
+        (i + 1, _parse(line, i + 1, url)) for i, line in enumerate(lines[:-1]) if line.strip()
+    ]
+    if not numbered:
         raise JournalError(f"{url} holds no whole record: the search was killed as it began")
-    header = records[0]
-    if header.get("k") != "search" or not isinstance(header.get("format"), int):
-        raise JournalError(f"{url} is not a hypersched_nb journal (its first line is not a search)")
-    if header["format"] > FORMAT:
-        raise JournalError(
-            f"{url} has journal format {header['format']}, but this hypersched_nb reads "
-            f"format {FORMAT}: upgrade hypersched_nb to open it"
-        )
-    return Journal(url, header, tuple(records[1:]), torn)
+    (first, header), rest = numbered[0], numbered[1:]
+    _check_header(header, first, url)
+    for number, record in rest:
+        _check_record(record, number, url, header)
+    return Journal(url, header, tuple(record for _, record in rest), torn)
 
 
 def _parse(line: bytes, number: int, url: str) -> dict:
@@ -191,6 +215,104 @@ def _parse(line: bytes, number: int, url: str) -> dict:
     if not isinstance(record, dict) or "k" not in record:
         raise JournalError(f"line {number} of {url} is not a journal record")
     return record
+
+
+#: the settings every reader of a journal takes from its first line
+_SETTINGS = ("trainable", "metric", "mode", "deadline", "max_epochs", "min_epochs", "eta",
+             "policy", "policy_params", "seed", "checkpoint_dir", "scaling", "target")  # fmt: skip
+_NUMBER = ((int, float), "a number")
+_WHOLE = ((int,), "a whole number")
+#: the fields a reader takes from each kind of record, with their JSON types; records of
+#: other kinds (``decision``, ``hold``, ``capacity``, ``resumed``, and kinds a later
+#: version may add) are kept as they are
+_FIELDS: dict[str, dict[str, tuple[tuple[type, ...], str]]] = {
+    "start": {"t": _NUMBER, "workers": _WHOLE},
+    "now": {"t": _NUMBER},
+    "events": {"events": ((list,), "a list")},
+    "offer": {"config": ((dict, type(None)), "an object or null")},
+    "user": {"time": _NUMBER},
+    "end": {"status": ((str,), "a string")},
+}
+
+
+def _check_header(header: Mapping, number: int, url: str) -> None:
+    """The first record describes a search of a format this version reads."""
+    if header.get("k") != "search" or not isinstance(header.get("format"), int):
+        raise JournalError(f"{url} is not a hypersched_nb journal (its first line is not a search)")
+    if header["format"] > FORMAT:
+        raise JournalError(
+            f"{url} has journal format {header['format']}, but this hypersched_nb reads "
+            f"format {FORMAT}: upgrade hypersched_nb to open it"
+        )
+    lacking = _header_lacks(header)
+    if lacking is not None:
+        raise JournalError(
+            f"line {number} of {url} describes a search without {lacking}: the journal is "
+            "damaged or was not written by hypersched_nb"
+        )
+
+
+def _header_lacks(header: Mapping) -> str | None:
+    """What a search's first record lacks that a reader needs; None."""
+    settings = header.get("settings")
+    if not isinstance(settings, dict):
+        return "its settings"
+    missing = [name for name in _SETTINGS if name not in settings]
+    if missing:
+        return f"the settings {', '.join(missing)}"
+    try:
+        datetime.fromisoformat(header.get("started"))
+    except (TypeError, ValueError):
+        return "its start time (`started`, an ISO time)"
+    return None
+
+
+def _check_record(record: Mapping, number: int, url: str, header: Mapping) -> None:
+    """A record after the first: of the same search, with the fields its kind needs."""
+    kind = record["k"]
+    if kind == "search":
+        raise JournalError(
+            f"line {number} of {url} begins another search (id {record.get('id')!r}) after "
+            f"search {header.get('id')!r}: two searches wrote to one journal (the same "
+            f"checkpoint_dir?); split the file before line {number}, and give each search "
+            "its own checkpoint_dir"
+        )
+    if not isinstance(kind, str):
+        raise JournalError(
+            f"line {number} of {url} has `k` {json.dumps(kind)}, but a record's `k` is the "
+            "name of its kind: the journal is damaged"
+        )
+    problem = _field_problem(record, _FIELDS.get(kind, {}))
+    if problem is None and kind == "events":
+        problem = next(filter(None, map(_event_problem, record["events"])), None)
+    if problem is not None:
+        raise JournalError(
+            f"line {number} of {url} ({kind!r} record) {problem}: the journal is damaged "
+            "or was written by another version of hypersched_nb"
+        )
+
+
+def _field_problem(record: Mapping, fields: Mapping) -> str | None:
+    """What keeps ``record`` from having ``fields`` (name: (types, in words)); None."""
+    for name, (types, words) in fields.items():
+        if name not in record:
+            return f"has no `{name}`"
+        value = record[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            return f"has `{name}` {json.dumps(value)}, but it must be {words}"
+    return None
+
+
+def _event_problem(event) -> str | None:
+    """What keeps ``event`` (as its ``as_dict()`` wrote it) from being read again; None."""
+    kind = event.get("type") if isinstance(event, dict) else None
+    if not (isinstance(kind, str) and kind in _EVENTS):
+        return f"has an event of no type this version knows ({json.dumps(event)[:60]})"
+    try:
+        event_from_record(event)
+    except (TypeError, ValueError):
+        return f"has a {kind} event without the fields it needs ({json.dumps(event)[:60]})"
+    return None
 
 
 def event_from_record(record: Mapping):

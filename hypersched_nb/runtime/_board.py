@@ -23,9 +23,11 @@ import dataclasses
 import itertools
 import queue
 import threading
+import time
 import traceback
 import uuid
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -200,6 +202,22 @@ class TaskBoard:
             return self.client.scheduler_info(n_workers=-1)["workers"]
         except Exception:  # noqa: BLE001 - an unreachable scheduler: the next poll tries again
             return None
+
+    def memory_restarts(self, addresses: Iterable[str], *, within: float = 1.0) -> dict[str, int]:
+        """Of the workers at ``addresses``, just lost, those their nanny restarted for
+        holding more than their memory limit allows, with the bytes each held then. The
+        nanny sends its event as it kills the worker, so it may reach the scheduler a little
+        after the worker left: it is waited for up to ``within`` seconds."""
+        wanted, end = set(addresses), time.monotonic() + within
+        while True:
+            try:
+                found = self.client.get_events("worker-restart-memory")
+            except Exception:  # noqa: BLE001 - an unreachable scheduler: reported as plainly lost
+                return {}
+            out = {m["worker"]: int(m["rss"]) for _, m in found if m.get("worker") in wanted}
+            if out or time.monotonic() >= end:
+                return out
+            time.sleep(0.1)
 
     # ------------------------------------------------------------------ the queue
 

@@ -64,6 +64,8 @@ class LiveTrial:
         "config",
         "deps",
         "futures",
+        "longest",
+        "memory_kills",
         "outs",
         "phase",
         "rendezvous",
@@ -88,11 +90,13 @@ class LiveTrial:
         self.outs: dict[int, Epoch] = {}  # rank -> what that epoch returned
         self.t_exec = self.t_launch = 0.0  # when the instruction came / the tasks went out
         self.reported = 0  # epochs reported to the driver
+        self.longest = 0.0  # seconds of its longest step() so far
         self.ckpt: Checkpoint | None = None  # last durable checkpoint known here
         self.saving = None  # the pause checkpoint task in flight
         self.deps: dict[str, object] = {}  # key -> task to wait for before starting
         self.rendezvous: Rendezvous | None = None
         self.want = 1
+        self.memory_kills = 0  # workers restarted by their nanny while it ran, for memory
         self.seq = 0  # numbers the epochs sent out, so a late answer is told from a new one
 
     @property

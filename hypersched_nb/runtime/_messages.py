@@ -81,7 +81,10 @@ class StartSpec:
 class Epoch:
     """One trained epoch of one replica. ``metrics`` is rank 0's (None on the other ranks);
     ``step`` the seconds ``step()`` took and ``write`` those spent writing; ``ckpt`` and
-    ``best`` the checkpoint and the best weights written after it, if any."""
+    ``best`` the checkpoint and the best weights written after it, if any. ``unsaved`` says
+    why they could not be written (a full disk: the trial must leave its workers, since
+    its last checkpoint falls behind); ``refused`` why the checkpoint the replica was to
+    restore was refused, and what it restored instead."""
 
     epoch: int
     metrics: dict | None
@@ -89,6 +92,8 @@ class Epoch:
     write: float = 0.0
     ckpt: Checkpoint | None = None
     best: Checkpoint | None = None
+    unsaved: str | None = None
+    refused: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

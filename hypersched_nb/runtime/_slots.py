@@ -9,10 +9,11 @@ __all__ = ["Slot", "Slots"]
 
 
 class Slot:
-    __slots__ = ("addr", "freed", "gpu", "name", "raw_name", "save", "tenant")
+    __slots__ = ("addr", "freed", "gpu", "memory_limit", "name", "raw_name", "save", "tenant")
 
-    def __init__(self, name: str, raw_name, addr: str, gpu: bool):
+    def __init__(self, name: str, raw_name, addr: str, gpu: bool, memory_limit: int = 0):
         self.name, self.raw_name, self.addr, self.gpu = name, raw_name, addr, gpu
+        self.memory_limit = memory_limit  # bytes its nanny lets it hold (0: no limit)
         self.tenant: int | None = None  # the trial holding it
         self.freed = 0  # when it was last given back (a counter): least recently freed first
         self.save = None  # the last tenant's checkpoint task: the next start waits for it
@@ -39,16 +40,17 @@ class Slots:
         seen = {}
         for addr, info in workers.items():
             raw = info.get("name", addr)
-            seen[str(raw)] = (raw, addr, bool(info.get("resources", {}).get("GPU")))
+            gpu = bool(info.get("resources", {}).get("GPU"))
+            seen[str(raw)] = (raw, addr, gpu, int(info.get("memory_limit") or 0))
         gone = [
             s for name, s in self._by_name.items() if name not in seen or seen[name][1] != s.addr
         ]
         for s in gone:
             del self._by_name[s.name]
         added = []
-        for name, (raw, addr, gpu) in seen.items():
+        for name, (raw, addr, gpu, memory) in seen.items():
             if name not in self._by_name:
-                self._by_name[name] = slot = Slot(name, raw, addr, gpu)
+                self._by_name[name] = slot = Slot(name, raw, addr, gpu, memory)
                 added.append(slot)
         return gone, added
 

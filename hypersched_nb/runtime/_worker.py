@@ -7,7 +7,12 @@ travels between two epochs of a trial that stays put. A worker hosts at most one
 replica belongs to one placement of a trial (its ``token``), so a late task of an old
 placement never touches a newer one. No function raises because of the user's code: a
 failure comes back as a :class:`~hypersched_nb.runtime._messages.Failed` holding the
-worker's traceback, and the replica is torn down. An epoch task also logs what it returns
+worker's traceback, and the replica is torn down. Two faults that are not the user's code
+let the trial go on: a checkpoint refused on restore (tampered with, cut short, not safe to
+load) gives way to the trial's newest earlier one that loads, or to none (the epochs it
+held are trained again); and a checkpoint that a full disk kept from being written leaves
+the epoch reported, with ``Epoch.unsaved`` saying why (the client then takes the trial off
+its workers). An epoch task also logs what it returns
 as an event on the runtime's topic just before returning it, so that the client hears of
 it one hop sooner. What the tasks take and return is in :mod:`hypersched_nb.runtime._messages`.
 
@@ -31,6 +36,7 @@ new best of the whole search, not per epoch: with a leader that improves at ever
 
 from __future__ import annotations
 
+import errno
 import math
 import random
 import sys
@@ -50,8 +56,10 @@ from hypersched_nb.runtime._messages import (
 )
 from hypersched_nb.runtime.checkpoint import (
     Checkpoint,
+    CheckpointError,
     best_url,
     checkpoint_url,
+    earlier_checkpoint,
     load_checkpoint,
     prune_checkpoints,
     save_checkpoint,
@@ -89,6 +97,7 @@ class _Replica:
         "epochs",
         "group",
         "metrics",
+        "refused",
         "since_write",
         "token",
         "trainable",
@@ -109,9 +118,11 @@ class _Replica:
         self.since_write = 0.0  # training seconds since the last checkpoint
         self.write_cost: float | None = None  # seconds the last checkpoint took
         self.group = group  # joined a torch.distributed process group
+        self.refused: str | None = None  # why the checkpoint to restore was refused, once
 
 
 _RESIDENT: dict[int, _Replica] = {}
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # a write that failed for want of space
 
 
 # ----------------------------------------------------------------------------- tasks
@@ -151,10 +162,8 @@ def start(
         rep = _Replica(spec, trainable, ctx, 0, spec.world > 1)
         _RESIDENT[spec.trial_id] = rep
         trainable.setup(spec.config, ctx)
-        if ckpt is not None:
-            trainable.load_state_dict(load_checkpoint(ckpt.url, ckpt.sha256))
-            rep.epochs = ckpt.epoch
-        for _ in range(spec.replay):
+        rep.epochs, rep.refused = _restore(trainable, ckpt)
+        for _ in range(spec.replay + (ckpt.epoch if ckpt else 0) - rep.epochs):
             trainable.step()
             rep.epochs += 1
     except Exception:  # noqa: BLE001 - the user's code: its traceback goes back to the driver
@@ -269,17 +278,24 @@ def _epoch(rep: _Replica, save: SaveSpec | None) -> Epoch | Failed:
         rep.since_write += secs
         if rep.ctx.rank == 0:
             rep.metrics = _plain(metrics)
-        ckpt = best = None
+        ckpt = best = unsaved = None
         t1 = time.perf_counter()
         if rep.ctx.rank == 0 and save is not None:
-            if _due(rep, save.overhead):
-                ckpt = _write(rep, save)
-            best = _keep_if_best(rep, metrics, save)
+            try:
+                if _due(rep, save.overhead):
+                    ckpt = _write(rep, save)
+                best = _keep_if_best(rep, metrics, save)
+            except OSError as exc:
+                if exc.errno not in _DISK_FULL:
+                    raise
+                unsaved = f"paused: epoch {rep.epochs}'s checkpoint could not be written ({exc})"
         write = time.perf_counter() - t1
     except Exception:  # noqa: BLE001 - the user's step(): its traceback goes back to the driver
         _teardown(rep.trial_id, group=rep.group)
         return Failed(traceback.format_exc())
-    return Epoch(rep.epochs, rep.metrics if rep.ctx.rank == 0 else None, secs, write, ckpt, best)
+    refused, rep.refused = rep.refused, None
+    metrics = rep.metrics if rep.ctx.rank == 0 else None
+    return Epoch(rep.epochs, metrics, secs, write, ckpt, best, unsaved, refused)
 
 
 def _checkpoint(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:
@@ -291,6 +307,28 @@ def _checkpoint(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:
         return Handover(ckpt=_write(rep, save))
     except Exception:  # noqa: BLE001 - the user's state_dict(): its traceback goes back
         return Failed(traceback.format_exc())
+
+
+def _restore(trainable, ckpt: Checkpoint | None) -> tuple[int, str | None]:
+    """Load ``ckpt`` into ``trainable`` or, if it is refused (tampered with, cut short, not
+    safe to load), the trial's newest earlier checkpoint that loads. Returns the epochs the
+    loaded one holds (0: none loaded, the trial trains again from the start) and, if
+    ``ckpt`` was refused, why and what was restored instead."""
+    refused = None
+    while ckpt is not None:
+        try:
+            state = load_checkpoint(ckpt.url, ckpt.sha256)
+        except CheckpointError as exc:
+            refused = refused or str(exc)
+            ckpt = earlier_checkpoint(ckpt)
+            continue
+        trainable.load_state_dict(state)
+        break
+    epochs = ckpt.epoch if ckpt is not None else 0
+    if refused is not None:
+        instead = f"that of epoch {epochs} instead" if epochs else "none: trained from the start"
+        refused = f"{refused}; restored {instead}"
+    return epochs, refused
 
 
 def _due(rep: _Replica, overhead: float) -> bool:

@@ -15,11 +15,13 @@ numbers, strings and containers of them, never arbitrary objects.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
 import json
 import os
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -31,6 +33,7 @@ __all__ = [
     "CheckpointError",
     "best_url",
     "checkpoint_url",
+    "earlier_checkpoint",
     "load_checkpoint",
     "private_folders",
     "prune_checkpoints",
@@ -88,11 +91,8 @@ def save_checkpoint(
     """Write ``state`` (a torch state dict) to ``url``, and its sidecar with ``about`` (what
     the weights are of: plain values); returns what :func:`load_checkpoint` checks against."""
     import fsspec
-    import torch
 
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    data = buf.getbuffer()
+    data = _serialised(state, url)
     info = Checkpoint(url, hashlib.sha256(data).hexdigest(), len(data), epoch)
     sidecar = {**dataclasses.asdict(info), "about": dict(about or {})}
     fs, path = fsspec.core.url_to_fs(url)
@@ -101,22 +101,52 @@ def save_checkpoint(
     return info
 
 
+def _serialised(state: dict, url: str) -> memoryview:
+    """``state`` as torch.save writes it; a one-line CheckpointError when it cannot be
+    written, or holds what :func:`load_checkpoint` would refuse (a class of the user's: a
+    safe load runs no code, so it unpickles tensors, numbers, strings and containers only)."""
+    import torch
+    from torch.serialization import get_unsafe_globals_in_checkpoint
+
+    buf = io.BytesIO()
+    try:
+        torch.save(state, buf)
+    except Exception as exc:  # noqa: BLE001 - pickle raises many types for what it cannot take
+        raise CheckpointError(
+            f"state_dict() for {url} cannot be saved ({type(exc).__name__}: {exc}): return "
+            "tensors, numbers, strings, and lists or dicts of them"
+        ) from None
+    buf.seek(0)
+    unsafe = get_unsafe_globals_in_checkpoint(buf)
+    if unsafe:
+        raise CheckpointError(
+            f"state_dict() for {url} holds {', '.join(sorted(unsafe))}, which a safe load "
+            "refuses: return tensors, numbers, strings, and lists or dicts of them"
+        )
+    return buf.getbuffer()
+
+
 def _write(fs, path: str, data) -> None:
     """Write ``data`` to ``path`` through a temporary name and a move; on a local disk, in
     folders and a file that only their owner can read."""
     from fsspec.implementations.local import LocalFileSystem
 
     tmp = f"{path}.tmp"
-    if not isinstance(fs, LocalFileSystem):
-        fs.makedirs(path.rpartition("/")[0], exist_ok=True)
-        with fs.open(tmp, "wb") as f:
+    try:
+        if not isinstance(fs, LocalFileSystem):
+            fs.makedirs(path.rpartition("/")[0], exist_ok=True)
+            with fs.open(tmp, "wb") as f:
+                f.write(data)
+            fs.mv(tmp, path)
+            return
+        private_folders(os.path.dirname(path))
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
             f.write(data)
-        fs.mv(tmp, path)
-        return
-    private_folders(os.path.dirname(path))
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+        os.replace(tmp, path)
+    except OSError:  # a full disk, say: what was written of it goes
+        with contextlib.suppress(OSError):
+            fs.rm(tmp)
+        raise
 
 
 def private_folders(folder: str) -> None:
@@ -154,8 +184,8 @@ def load_checkpoint(url: str, sha256: str | None = None, *, map_location="cpu") 
         with fs.open(path, "rb") as f:
             data = f.read()
         if sha256 is None:
-            with fs.open(f"{path}.json", "r") as f:
-                sha256 = json.load(f)["sha256"]
+            with fs.open(f"{path}.json", "rb") as f:
+                sha256 = _written_sha256(f.read(), url)
     except FileNotFoundError as exc:
         raise CheckpointError(f"checkpoint {url} is missing ({exc.filename or exc})") from None
     got = hashlib.sha256(data).hexdigest()
@@ -163,7 +193,32 @@ def load_checkpoint(url: str, sha256: str | None = None, *, map_location="cpu") 
         raise CheckpointError(
             f"checkpoint {url} has SHA-256 {got[:12]}…, but {sha256[:12]}… was written"
         )
-    return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
+    try:
+        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(
+            f"checkpoint {url} holds objects a safe load refuses, so nothing of it ran or "
+            f"loaded ({first})"
+        ) from None
+
+
+def _written_sha256(sidecar: bytes, url: str) -> str:
+    """The checksum the sidecar of the checkpoint at ``url`` holds; a CheckpointError when
+    it holds none (not JSON, not an object, no ``sha256``): then nothing vouches for the
+    checkpoint's bytes."""
+    try:
+        record = json.loads(sidecar)
+    except ValueError as exc:  # not JSON, or not UTF-8 text
+        problem = f"is not valid JSON ({exc})"
+    else:
+        if isinstance(record, dict) and isinstance(record.get("sha256"), str):
+            return record["sha256"]
+        problem = "has no `sha256` checksum" if isinstance(record, dict) else "is not a JSON object"
+    raise CheckpointError(
+        f"checkpoint {url} cannot be trusted: its sidecar {url}.json {problem}; pass the "
+        "SHA-256 it was saved with, or save the checkpoint again"
+    )
 
 
 def prune_checkpoints(directory: str, trial_id: int, keep: set[str]) -> None:
@@ -196,13 +251,26 @@ def written_checkpoint(directory: str, trial_id: int, *, at_most: int) -> Checkp
     """The latest checkpoint of trial ``trial_id`` under ``directory`` that holds at most
     ``at_most`` epochs, as its sidecar describes it (None if there is none): where a search
     that outlived its kernel resumes the trial from."""
+    return _newest(checkpoint_url(directory, trial_id, 0), below=at_most + 1)
+
+
+def earlier_checkpoint(ckpt: Checkpoint) -> Checkpoint | None:
+    """The newest checkpoint beside ``ckpt`` (of the same trial) that holds fewer epochs, as
+    its sidecar describes it; None if there is none: where a trial goes back to when
+    ``ckpt`` is refused."""
+    return _newest(ckpt.url, below=ckpt.epoch)
+
+
+def _newest(beside: str, *, below: int) -> Checkpoint | None:
+    """The checkpoint of most epochs, fewer than ``below``, in the folder of ``beside``."""
     import fsspec
 
-    fs, root = fsspec.core.url_to_fs(checkpoint_url(directory, trial_id, 0).rpartition("/")[0])
-    found = []
-    for sidecar in _sidecars(fs, f"{root}/epoch-*.pt.json"):
-        if sidecar["epoch"] <= at_most and fs.exists(sidecar["path"]):
-            found.append(sidecar)
+    fs, path = fsspec.core.url_to_fs(beside)
+    found = [
+        s
+        for s in _sidecars(fs, f"{path.rpartition('/')[0]}/epoch-*.pt.json")
+        if s["epoch"] < below and fs.exists(s["path"])
+    ]
     if not found:
         return None
     last = max(found, key=lambda s: s["epoch"])

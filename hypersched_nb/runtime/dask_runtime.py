@@ -164,6 +164,7 @@ class DaskRuntime:
             case events.Pause() | events.Stop():
                 t = self._trials.get(ins.trial_id)
                 if t is not None:
+                    self._name_if_stuck(t)
                     self._placements.vacate(t, save=type(ins) is events.Pause)
                     self._placements.place_queued()
             case events.ScaleCluster():
@@ -300,35 +301,50 @@ class DaskRuntime:
         t.outs[tag.rank] = out
         if len(t.outs) < len(t.slots):
             return []
-        return [self._result(t)]
+        return self._result(t)
 
-    def _result(self, t: LiveTrial) -> Event:
+    def _result(self, t: LiveTrial) -> list[Event]:
+        """The Result of the epoch every replica returned; then, if its checkpoint could
+        not be written, the trial leaves its workers (TrialHalted)."""
         first = t.outs[0]
         info = dict(first.metrics)
         if self.metric not in info:
-            return self._fail(
-                t,
-                f"step() returned no {self.metric!r} (it returned {', '.join(info) or 'nothing'})",
-            )
+            return [
+                self._fail(
+                    t,
+                    f"step() returned no {self.metric!r} "
+                    f"(it returned {', '.join(info) or 'nothing'})",
+                )
+            ]
+        value = info.pop(self.metric)
         try:
-            metric = float(info.pop(self.metric))
+            metric = float(value)
         except (TypeError, ValueError):
-            return self._fail(t, f"step()'s {self.metric!r} is not a number")
+            shown = repr(value) if len(repr(value)) <= 40 else type(value).__name__
+            return [self._fail(t, f"step()'s {self.metric!r} is {shown}, but must be a number")]
+        if first.refused is not None:
+            warn(f"trial {t.tid}: {first.refused}")
         done = bool(info.pop("done", False))
         if first.best is not None:
             self._bests.offer(t.tid, first.best, metric)
         now = self.clock.now()
         wall = now - t.t_exec
-        work = max(o.step for o in t.outs.values()) + first.write
+        step = max(o.step for o in t.outs.values())
+        t.longest, work = max(t.longest, step), step + first.write
         seconds, startup = (work, max(0.0, wall - work)) if t.starting else (wall, 0.0)
         t.reported = first.epoch
         if first.ckpt is not None:
             t.note_ckpt(first.ckpt)
         move(t, "report")
         t.futures, t.outs = {}, {}
-        return events.Result(
+        result = events.Result(
             t.tid, t.reported, metric, now, seconds, len(t.slots), startup, done, info or None
         )
+        if first.unsaved is None:
+            return [result]
+        self._placements.vacate(t, save=False)
+        self._placements.place_queued()
+        return [result, events.TrialHalted(t.tid, now, first.unsaved)]
 
     def _fail(self, t: LiveTrial, error: str) -> events.TrialFailed:
         epoch = t.reported
@@ -348,6 +364,18 @@ class DaskRuntime:
             )
             for t in late
         ]
+
+    def _name_if_stuck(self, t: LiveTrial) -> None:
+        """Warn, naming its workers, if the epoch of ``t`` still in flight looks stuck (see
+        :func:`_stuck`): a trial stopped at the deadline in a ``step()`` that never returns
+        keeps its worker busy."""
+        running = self.clock.now() - t.t_launch
+        if t.phase is Phase.TRAINING and _stuck(running, t.longest):
+            warn(
+                f"trial {t.tid} was stopped {running:.0f} s into its epoch {t.reported + 1} on "
+                f"{', '.join(self.placement(t.tid))} (its epochs took at most {t.longest:.2g} "
+                "s): its step() may be stuck, and keeps that worker busy until it returns"
+            )
 
     def _next_timeout(self) -> float:
         if self._task_timeout is None:
@@ -372,7 +400,8 @@ class DaskRuntime:
             self._board.submit(_worker.warm, slot=s, tag=WarmTag(), name="hs-warm")
         if not gone and not added:
             return []
-        lost = list(dict.fromkeys(s.tenant for s in gone if s.tenant is not None))
+        held = {s.addr: (s.name, s.memory_limit, s.tenant) for s in gone if s.tenant is not None}
+        lost = list(dict.fromkeys(tid for _, _, tid in held.values()))
         self._board.cancel_off(workers)
         for tid in lost:  # what is left of its workers is freed (no task goes to the gone)
             self._placements.vacate(self._trials[tid], save=False)
@@ -381,7 +410,31 @@ class DaskRuntime:
         self._placements.place_queued()
         if self._expect is None:  # no workers on their way: what cannot be placed is lost
             lost += self._placements.drop_queued()
-        return [events.WorkersChanged(self.clock.now(), len(self._slots), tuple(lost))]
+        now = self.clock.now()
+        killed = self._killed_for_memory(held, now)
+        lost = [tid for tid in lost if tid not in killed]
+        return [events.WorkersChanged(now, len(self._slots), tuple(lost)), *killed.values()]
+
+    def _killed_for_memory(self, held: dict[str, tuple], now: float) -> dict[int, Event]:
+        """Of the trials in ``held`` (the address of a worker gone -> its name, memory
+        limit and tenant), those whose worker its nanny restarted for exceeding its memory
+        limit: halted the first time, failed the second (it would kill every worker in turn)."""
+        out: dict[int, Event] = {}
+        for addr, rss in self._board.memory_restarts(held).items() if held else ():
+            name, limit, tid = held[addr]
+            t = self._trials[tid]
+            if tid in out:
+                continue  # one of its other workers said so already
+            t.memory_kills += 1
+            why = f"its worker {name} held {_gib(rss)} of its {_gib(limit)} memory limit and was restarted"
+            if t.memory_kills == 1:
+                out[tid] = events.TrialHalted(tid, now, f"paused: {why}")
+            else:
+                out[tid] = events.TrialFailed(
+                    tid, now, f"{why}, a second time: give each worker more memory "
+                    "(LocalCluster's memory_limit=) or make the trial smaller", t.reported,
+                )  # fmt: skip
+        return out
 
     def _scale(self, workers: int) -> None:
         cluster = getattr(self._client, "cluster", None)
@@ -406,3 +459,14 @@ class DaskRuntime:
     def __repr__(self) -> str:
         running = sum(t.phase not in (Phase.IDLE, Phase.QUEUED) for t in self._trials.values())
         return f"DaskRuntime(workers={len(self._slots)}, trials running={running})"
+
+
+def _stuck(running: float, longest: float) -> bool:
+    """Does an epoch in flight for ``running`` seconds, of a trial whose ``step()`` took at
+    most ``longest`` so far, look stuck? When it has run 5 × that and 5 s at least (a trial
+    with no epoch yet has no measure: never)."""
+    return longest > 0 and running > max(5 * longest, 5.0)
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.2f} GiB" if size else "unlimited"

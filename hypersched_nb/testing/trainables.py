@@ -14,6 +14,7 @@ every runtime test. ``step()`` reports:
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 
 import torch
@@ -46,7 +47,10 @@ class TinyRegression(Trainable):
     can share one), ``sleep`` / ``work`` (seconds slept / computed per epoch), ``spin``
     (a fixed amount of work per epoch, see :func:`spin`), ``state_mb``
     (extra state of that many MiB, carried through checkpoints), ``fail_at`` (the epoch
-    whose ``step()`` raises)."""
+    whose ``step()`` raises), ``hang_at`` (the epoch whose ``step()`` never returns),
+    ``hog_at`` / ``hog_mb`` (the epoch whose ``step()`` fills that many MiB of memory and
+    holds them for a minute: a worker with less is restarted by its nanny), ``returns``
+    (what every ``step()`` returns instead of its metrics, right or wrong)."""
 
     def setup(self, config: dict, ctx: TrainContext) -> None:
         self.config, self.ctx = config, ctx
@@ -71,6 +75,12 @@ class TinyRegression(Trainable):
         cfg = self.config
         if cfg.get("fail_at") is not None and self.epoch + 1 == int(cfg["fail_at"]):
             raise RuntimeError(f"boom at epoch {self.epoch + 1}")
+        if cfg.get("hang_at") is not None and self.epoch + 1 == int(cfg["hang_at"]):
+            threading.Event().wait()
+        if cfg.get("hog_at") is not None and self.epoch + 1 == int(cfg["hog_at"]):
+            hog = torch.ones(int(float(cfg["hog_mb"]) * 2**20), dtype=torch.uint8)  # touched
+            time.sleep(60)
+            del hog
         loader = self.ctx.shard_loader(
             TensorDataset(self.x, self.y), int(cfg.get("batch_size", 32)), epoch_seed=self.epoch
         )
@@ -85,6 +95,8 @@ class TinyRegression(Trainable):
         if cfg.get("spin"):
             spin(int(cfg["spin"]))
         self.epoch += 1
+        if "returns" in cfg:
+            return cfg["returns"]
         with torch.no_grad():
             loss = nn.functional.mse_loss(self.net(self.x), self.y).item()
         return {"loss": loss, "digest": self._digest(), "replica_gap": self._replica_gap()}

@@ -1,10 +1,10 @@
 """Events and instructions are plain immutable values that a journal can record and replay.
 
-Specified here, for every input (Result, TrialFailed, WorkersChanged, DeadlineChanged) and
-every instruction (Start, Continue, Resize, Pause, Stop, and any added later): no field can
-be changed and no attribute added; equal fields mean equal values; ``match(**fields)`` is
-true exactly when every given field equals; ``as_dict()`` names the type and every field;
-each instruction about a trial carries its ``trial_id``.
+Specified here, for every input (Result, TrialFailed, WorkersChanged, TrialHalted,
+DeadlineChanged) and every instruction (Start, Continue, Resize, Pause, Stop, and any added
+later): no field can be changed and no attribute added; equal fields mean equal values;
+``match(**fields)`` is true exactly when every given field equals; ``as_dict()`` names the
+type and every field; each instruction about a trial carries its ``trial_id``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ SAMPLES = {
         "epoch": 2,
     },
     "WorkersChanged": {"time": 12.0, "workers": 6, "lost": (3, 4)},
+    "TrialHalted": {"trial_id": 3, "time": 12.0, "reason": "paused: its worker was restarted"},
     "DeadlineChanged": {"time": 12.0, "deadline": 1800.0},
     "Start": {"trial_id": 3, "config": {"lr": 0.1}, "workers": 1, "restore": True},
     "Continue": {"trial_id": 3},

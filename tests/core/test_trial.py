@@ -35,6 +35,7 @@ LEGAL = {
     (R, "Complete"): T,  # reached max_epochs or the end of its curve
     (R, "TrialFailed"): E,  # its code raised
     (R, "WorkerLost"): Z,  # its worker died: resume from the checkpoint
+    (R, "Halted"): Z,  # the runtime took it off its workers (a full disk, memory): resume
     (Z, "Start"): R,  # resumed from its checkpoint
     (Z, "Stop"): T,  # retired while paused
 }

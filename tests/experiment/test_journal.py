@@ -167,3 +167,93 @@ def test_what_is_not_a_journal_of_this_format_is_refused_in_one_line(tmp_path, c
 def test_a_folder_without_a_journal_says_where_it_looked(tmp_path):
     with pytest.raises(JournalError, match=f"no journal at {tmp_path}/journal.jsonl"):
         Experiment.open(tmp_path)
+
+
+# ------------------------------------------------------------------ one search per journal
+
+HEADER = {"k": "search", "format": 1, "id": "a", "started": "2026-11-25T10:00:00",
+          "settings": settings("asha")}  # fmt: skip
+
+
+def journal_of(tmp_path, *records) -> str:
+    """A journal file: the header, then ``records``; its URL."""
+    path = tmp_path / "journal.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (HEADER, *records)))
+    return str(path)
+
+
+def refused(url: str) -> str:
+    with pytest.raises(JournalError) as info:
+        read_journal(url)
+    message = str(info.value)
+    assert "\n" not in message  # one line, always
+    return message
+
+
+def test_two_searches_in_one_journal_are_refused_naming_the_line_where_the_second_begins(
+    tmp_path,
+):
+    lines = write_journal(tmp_path / "journal.jsonl", end=False)
+    second = {**HEADER, "id": "b"}  # a second search appended: the same checkpoint_dir
+    (tmp_path / "journal.jsonl").write_bytes(b"".join(lines) + json.dumps(second).encode() + b"\n")
+    url = str(tmp_path / "journal.jsonl")
+    assert refused(url) == (
+        f"line {len(lines) + 1} of {url} begins another search (id 'b') after search 't': two "
+        "searches wrote to one journal (the same checkpoint_dir?); split the file before line "
+        f"{len(lines) + 1}, and give each search its own checkpoint_dir"
+    )
+    with pytest.raises(JournalError, match="begins another search"):
+        Experiment.open(tmp_path)  # opening it says so too, and replays nothing
+
+
+@pytest.mark.parametrize(
+    "record, problem",
+    [({"k": "start", "t": 0.0}, "('start' record) has no `workers`"),
+     ({"k": "start", "t": 0.0, "workers": "4"}, "('start' record) has `workers` \"4\", but it must be a whole number"),
+     ({"k": "now"}, "('now' record) has no `t`"),
+     ({"k": "now", "t": True}, "('now' record) has `t` true, but it must be a number"),
+     ({"k": "offer"}, "('offer' record) has no `config`"),
+     ({"k": "offer", "config": [1]}, "('offer' record) has `config` [1], but it must be an object or null"),
+     ({"k": "events", "events": {}}, "('events' record) has `events` {}, but it must be a list"),
+     ({"k": "events", "events": [{"type": "Nope", "time": 1}]},
+      "('events' record) has an event of no type this version knows ({\"type\": \"Nope\", \"time\": 1})"),
+     ({"k": "events", "events": [3]}, "('events' record) has an event of no type this version knows (3)"),
+     ({"k": "events", "events": [{"type": "DeadlineChanged", "time": 1}]},
+      "('events' record) has a DeadlineChanged event without the fields it needs ("),
+     ({"k": "user", "action": "DeadlineChanged"}, "('user' record) has no `time`"),
+     ({"k": "end", "t": 1.0}, "('end' record) has no `status`"),
+     ({"k": 7}, "has `k` 7, but a record's `k` is the name of its kind: the journal is damaged")],
+    ids=["start-no-workers", "start-workers-text", "now-no-t", "now-t-bool", "offer-no-config",
+         "offer-list", "events-not-list", "event-unknown", "event-not-object", "event-fields",
+         "user-no-time", "end-no-status", "k-not-a-name"],
+)  # fmt: skip
+def test_a_record_without_the_fields_its_kind_needs_is_refused_naming_its_line(
+    tmp_path, record, problem
+):
+    url = journal_of(tmp_path, {"k": "start", "t": 0.0, "workers": 4}, record)
+    message = refused(url)
+    assert message.startswith(f"line 3 of {url} ") and problem in message
+
+
+def test_a_record_of_a_kind_this_version_does_not_know_is_kept_as_it_is(tmp_path):
+    # a later version may add kinds that are not inputs (as decision, hold and capacity are)
+    url = journal_of(tmp_path, {"k": "start", "t": 0.0, "workers": 4}, {"k": "note", "x": 1})
+    assert read_journal(url).records[-1] == {"k": "note", "x": 1}
+
+
+@pytest.mark.parametrize(
+    "header, lacking",
+    [({**HEADER, "settings": None}, "its settings"),
+     ({**HEADER, "settings": {k: v for k, v in settings("asha").items() if k not in ("metric", "seed")}},
+      "the settings metric, seed"),
+     ({k: v for k, v in HEADER.items() if k != "started"}, "its start time (`started`, an ISO time)"),
+     ({**HEADER, "started": "yesterday"}, "its start time (`started`, an ISO time)")],
+    ids=["no-settings", "settings-missing", "no-started", "started-not-iso"],
+)  # fmt: skip
+def test_a_first_line_without_what_a_reader_needs_is_refused_in_one_line(tmp_path, header, lacking):
+    path = tmp_path / "journal.jsonl"
+    path.write_text(json.dumps(header) + "\n")
+    assert refused(str(path)) == (
+        f"line 1 of {path} describes a search without {lacking}: the journal is damaged or "
+        "was not written by hypersched_nb"
+    )

@@ -1,7 +1,6 @@
 """Checkpoints: torch state dicts under any fsspec URL, checked by SHA-256, loaded weights-only."""
 
 import json
-import pickle
 import stat
 
 import numpy as np
@@ -83,12 +82,49 @@ class _Gadget:
     pass
 
 
-def test_arbitrary_objects_are_not_unpickled(tmp_path):
+def test_a_state_dict_a_safe_load_would_refuse_is_refused_when_saved(tmp_path):
     url = checkpoint_url(str(tmp_path), 0, 1)
-    info = save_checkpoint({"gadget": _Gadget()}, url, epoch=1)
-    # weights_only=True: only tensors, numbers, strings and containers load
-    with pytest.raises(pickle.UnpicklingError):
-        load_checkpoint(url, info.sha256)
+    with pytest.raises(CheckpointError) as refused:
+        save_checkpoint({"gadget": _Gadget()}, url, epoch=1)
+    assert str(refused.value) == (
+        f"state_dict() for {url} holds {__name__}._Gadget, which a safe load refuses: "
+        "return tensors, numbers, strings, and lists or dicts of them"
+    )
+    assert not list(tmp_path.rglob("*.pt*"))  # nothing written
+
+
+def test_a_state_dict_torch_cannot_save_is_one_line(tmp_path):
+    import threading
+
+    url = checkpoint_url(str(tmp_path), 0, 1)
+    with pytest.raises(CheckpointError, match=r"cannot be saved \(TypeError: cannot pickle"):
+        save_checkpoint({"lock": threading.Lock()}, url, epoch=1)
+
+
+class _Payload:
+    """What a crafted checkpoint would run when unpickled: here, touch a file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_crafted_pickle_is_refused_and_runs_no_code(tmp_path):
+    import hashlib
+    import io
+
+    marker = tmp_path / "ran"
+    buf = io.BytesIO()
+    torch.save({"model": _Payload(marker)}, buf)  # as an attacker would, past save_checkpoint
+    url = checkpoint_url(str(tmp_path), 0, 1)
+    path = tmp_path / "trial-00000" / "epoch-000001.pt"
+    path.parent.mkdir()
+    path.write_bytes(buf.getvalue())
+    with pytest.raises(CheckpointError, match="holds objects a safe load refuses"):
+        load_checkpoint(url, hashlib.sha256(buf.getvalue()).hexdigest())  # checksum matches
+    assert not marker.exists()  # nothing of it ran
 
 
 def test_prune_keeps_only_the_named_checkpoints(tmp_path):
@@ -103,3 +139,29 @@ def test_prune_keeps_only_the_named_checkpoints(tmp_path):
         "epoch-000003.pt",
         "epoch-000003.pt.json",
     ]
+
+
+@pytest.mark.parametrize(
+    "sidecar, problem",
+    [
+        (b"{not json", "is not valid JSON (Expecting property name"),
+        (b"\xff\xfe\xfd", "is not valid JSON ("),
+        (b'["sha256", "0123"]', "is not a JSON object;"),
+        (b'{"epoch": 1}', "has no `sha256` checksum;"),
+        (b'{"sha256": 12345}', "has no `sha256` checksum;"),
+    ],
+    ids=["not-json", "not-text", "a-list", "no-sha256", "sha256-not-text"],
+)
+def test_a_sidecar_without_a_checksum_makes_the_checkpoint_untrusted_in_one_line(
+    tmp_path, sidecar, problem
+):
+    url = checkpoint_url(str(tmp_path), 0, 1)
+    saved = save_checkpoint(_state(), url, epoch=1)
+    (tmp_path / "trial-00000" / "epoch-000001.pt.json").write_bytes(sidecar)
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(url)  # no checksum given: the sidecar's would be used
+    message = str(info.value)
+    assert message.startswith(f"checkpoint {url} cannot be trusted: its sidecar {url}.json ")
+    assert problem in message and "\n" not in message
+    assert message.endswith("; pass the SHA-256 it was saved with, or save the checkpoint again")
+    assert load_checkpoint(url, saved.sha256)["epoch"] == 4  # as the message says

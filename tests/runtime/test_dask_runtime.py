@@ -1,5 +1,6 @@
 """The Dask runtime under the real driver, on a local cluster of 2 single-threaded worker
-processes: data-parallel resizes, migration, failures and a killed worker."""
+processes: data-parallel resizes, migration, failures, a killed worker, a full disk, a trial
+that exhausts its worker's memory and a step() that never returns."""
 
 import itertools
 import math
@@ -10,6 +11,7 @@ import time
 
 import pytest
 
+from hypersched_nb.core import events
 from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import (
     Continue,
@@ -234,6 +236,36 @@ def test_a_metric_the_trainable_does_not_report_fails_the_trial_clearly(client, 
     assert "step() returned no 'val_acc'" in failed.error and "loss" in failed.error
 
 
+@pytest.mark.parametrize(
+    ("returns", "why"),
+    [
+        (None, "TypeError: step() returned NoneType, but must return a dict of metrics"),
+        ([0.5], "TypeError: step() returned list, but must return a dict of metrics"),
+        ({"loss": "low"}, "step()'s 'loss' is 'low', but must be a number"),
+        ({"loss": {"mean": 0.1}}, "step()'s 'loss' is {'mean': 0.1}, but must be a number"),
+    ],
+)
+def test_a_step_that_returns_no_usable_metric_fails_its_trial_in_one_line(
+    client, tmp_path, returns, why
+):
+    clock = WallClock()
+    runtime = runtime_on(client, tmp_path, clock)
+    try:
+        runtime.execute(Start(0, {"returns": returns}, 1))
+        (failed,) = _next(runtime, clock, TrialFailed)
+    finally:
+        runtime.close()
+    assert failed.error.splitlines()[-1] == why  # the line the trial's reason shows
+
+
+def test_an_infinite_metric_is_reported_for_the_driver_to_stop_as_diverged(client, tmp_path):
+    configs = [{"returns": {"loss": math.inf}}, {"lr": 0.05}]
+    driver, _, _ = search(client, tmp_path, create("random", max_epochs=2), configs, max_epochs=2)
+    diverged = driver.trials[0]
+    assert diverged.state is TrialState.TERMINATED and diverged.reason == "diverged: metric inf"
+    assert driver.trials[1].epochs == 2
+
+
 def test_an_epoch_past_task_timeout_fails_its_trial(client, tmp_path):
     clock = WallClock()
     runtime = runtime_on(client, tmp_path, clock, task_timeout=0.5)
@@ -304,3 +336,94 @@ def test_a_worker_killed_mid_epoch_loses_no_metric_and_the_search_finishes(clien
         assert driver.trials[tid].state is TrialState.TERMINATED
     assert driver.trials[0].starts == 2  # resumed from its checkpoint
     assert outcome.ended_at < driver.deadline  # finished by itself, before the deadline
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs to checkpoint on (needs root: CI runs as root)."""
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a full disk is made with a tmpfs mount, which needs root and mount")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)])
+    if made.returncode != 0:
+        pytest.skip("this machine refuses to mount a tmpfs (a container without the right)")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_disk_pauses_the_trial_with_the_reason_and_the_search_goes_on(
+    client, tmp_path, small_disk
+):
+    filler = small_disk / "filler"
+
+    def on_event(e, runtime):
+        if type(e) is Result and e.epoch == 1 and not filler.exists():
+            with open(filler, "wb") as f:  # the disk fills after the first epoch
+                try:
+                    f.write(b"\0" * 8 * 2**20)
+                except OSError:
+                    pass  # full
+        if type(e) is events.TrialHalted:
+            filler.unlink(missing_ok=True)  # and is freed once a trial was paused for it
+
+    configs = [{"lr": 0.05, "sleep": 0.2, "state_mb": 0.5}, {"lr": 0.02, "sleep": 0.2}]
+    driver, outcome, rec = search(
+        client, small_disk, create("random", max_epochs=4), configs, max_epochs=4,
+        on_event=on_event, checkpoint_overhead=math.inf,
+    )  # fmt: skip
+    halted = [e for e in rec.events if type(e) is events.TrialHalted]
+    assert halted, "no checkpoint write met the full disk"
+    log = [(d["trial"], d["action"], d["reason"]) for d in outcome.journal]
+    for e in halted:
+        assert e.reason.startswith("paused: epoch ")
+        assert "checkpoint could not be written ([Errno 28] No space left on device)" in e.reason
+        assert (e.trial_id, "Halted", e.reason) in log  # the reason travels with the decision
+        times = sum(h.trial_id == e.trial_id for h in halted)
+        assert driver.trials[e.trial_id].starts == 1 + times  # resumed from its last checkpoint
+    for tid in range(2):  # the search went on: both trained to the end, no epoch lost
+        assert [r.epoch for r in rec.results(tid)] == [1, 2, 3, 4]
+        assert driver.trials[tid].state is TrialState.TERMINATED
+
+
+def test_a_trial_that_exhausts_its_workers_memory_is_named_then_errored_the_second_time(
+    tmp_path,
+):
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+            memory_limit="1GiB", dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as small,
+    ):  # fmt: skip
+        configs = [{"lr": 0.05, "hog_at": 2, "hog_mb": 1500}, {"lr": 0.02}]
+        driver, _, rec = search(
+            small, tmp_path, create("random", max_epochs=3), configs, max_epochs=3
+        )
+    hog, other = driver.trials[0], driver.trials[1]
+    (halted,) = [e for e in rec.events if type(e) is events.TrialHalted]
+    assert halted.trial_id == 0 and halted.reason.startswith("paused: its worker 0 held ")
+    assert halted.reason.endswith("of its 1.00 GiB memory limit and was restarted")
+    assert hog.state is TrialState.ERRORED and hog.starts == 2  # one restart, not forever
+    assert hog.error.startswith("its worker 0 held ") and "a second time" in hog.error
+    assert hog.epochs == 1  # its first epoch is kept
+    assert other.state is TrialState.TERMINATED and other.epochs == 3  # the search went on
+
+
+def test_a_step_that_never_returns_is_named_and_the_search_ends_by_its_deadline(client, tmp_path):
+    configs = [{"lr": 0.05, "hang_at": 2}, {"lr": 0.02, "sleep": 0.2}]
+    with pytest.warns(UserWarning) as caught:
+        driver, outcome, _ = search(
+            client, tmp_path, create("random", max_epochs=1000), configs, max_epochs=1000,
+            deadline=8.0,
+        )  # fmt: skip
+    assert outcome.ended_at <= driver.deadline + 2.0  # it did not wait for the stuck step
+    (stuck,) = [str(w.message) for w in caught if "stuck" in str(w.message)]
+    worker = driver.trials[0]
+    assert stuck.startswith("trial 0 was stopped ") and "into its epoch 2 on " in stuck
+    assert worker.state is TrialState.TERMINATED and worker.epochs == 1

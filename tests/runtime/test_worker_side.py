@@ -134,3 +134,89 @@ def test_a_start_evicts_whatever_the_worker_held(tmp_path):
     _worker.start(_spec(tmp_path, tid=0), None, None)
     _worker.start(_spec(tmp_path, tid=1), None, None)
     assert set(_worker.resident()) == {1}  # one replica per worker
+
+
+# ----------------------------------------------------------------------------- faults
+
+
+def _checkpoints_of_epochs_1_and_2(tmp_path):
+    """Trial 0 trained two epochs, checkpointing after each; its replica is then gone."""
+    first = _worker.start(_spec(tmp_path, overhead=math.inf), None, None)
+    second = _worker.step(0, 1, SaveSpec(str(tmp_path), math.inf, keep=first.ckpt.url))
+    _worker.release(0, 1)
+    return first.ckpt, second.ckpt
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda data: data[: len(data) // 2], id="truncated"),
+        pytest.param(lambda data: data[:-1] + bytes([data[-1] ^ 1]), id="one-bit-flipped"),
+    ],
+)
+def test_a_damaged_checkpoint_is_refused_and_the_trial_goes_back_to_its_previous_one(
+    tmp_path, damage
+):
+    older, newer = _checkpoints_of_epochs_1_and_2(tmp_path)
+    with open(newer.url, "rb") as f:
+        data = f.read()
+    with open(newer.url, "wb") as f:
+        f.write(damage(data))
+    straight = _worker.start(_spec(tmp_path, tid=1), None, None)
+    for _ in range(2):
+        straight = _worker.step(1, 1, None)
+
+    back = _worker.start(_spec(tmp_path, token=2), newer, None)
+
+    # epoch 1 restored, epoch 2 trained again silently, epoch 3 reported: no epoch lost
+    assert type(back) is Epoch and back.epoch == 3
+    assert back.metrics["digest"] == straight.metrics["digest"]
+    assert (
+        "epoch-000002.pt has SHA-256" in back.refused
+        and "restored that of epoch 1 instead" in back.refused
+    )
+    assert "\n" not in back.refused
+    assert _worker.step(0, 2, None).refused is None  # said once
+
+
+def test_a_trial_whose_every_checkpoint_is_refused_trains_again_from_the_start(tmp_path):
+    older, newer = _checkpoints_of_epochs_1_and_2(tmp_path)
+    for ckpt in (older, newer):
+        with open(ckpt.url, "ab") as f:
+            f.write(b"tampered")
+
+    back = _worker.start(_spec(tmp_path, token=2), newer, None)
+
+    assert type(back) is Epoch and back.epoch == 3
+    assert back.refused.endswith("restored none: trained from the start")
+
+
+def test_a_full_disk_keeps_the_epoch_and_says_its_checkpoint_was_not_written(tmp_path, monkeypatch):
+    import errno
+
+    _worker.start(_spec(tmp_path), None, None)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_worker, "save_checkpoint", disk_full)
+    out = _worker.step(0, 1, SaveSpec(str(tmp_path), math.inf, best=BestBar("loss", -1.0, None)))
+
+    assert type(out) is Epoch and out.epoch == 2 and "loss" in out.metrics
+    assert out.ckpt is None and out.best is None
+    assert out.unsaved == (
+        "paused: epoch 2's checkpoint could not be written ([Errno 28] No space left on device)"
+    )
+
+
+def test_another_write_error_fails_the_trial_with_its_traceback(tmp_path, monkeypatch):
+    import errno
+
+    _worker.start(_spec(tmp_path), None, None)
+
+    def denied(*args, **kwargs):
+        raise OSError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(_worker, "save_checkpoint", denied)
+    out = _worker.step(0, 1, SaveSpec(str(tmp_path), math.inf))
+    assert type(out) is Failed and "PermissionError: [Errno 13] Permission denied" in out.error
