@@ -323,7 +323,7 @@ class Experiment:
         try:
             scaling = self.scaling or getattr(runtime, "scaling", None) or LINEAR
             if journal is not None:
-                self._journal = JournalWriter(journal.url)  # appended to, once live again
+                self._journal = JournalWriter.after(journal)  # appended to, once live again
             elif session.live:
                 self._journal = JournalWriter.begin(
                     journal_url(self.checkpoint_dir), started=session.started,

@@ -121,6 +121,15 @@ class JournalWriter:
         )  # fmt: skip
         return writer
 
+    @classmethod
+    def after(cls, journal: Journal) -> JournalWriter:
+        """A writer that goes on with ``journal`` (a search resumed): if its last line was
+        torn (the search was killed while writing it), what there is of it is cut off
+        first, so that the next record begins a line of its own."""
+        if journal.torn:
+            _cut_after_last_line(journal.url)
+        return cls(journal.url)
+
     def write(self, record: Mapping) -> None:
         if self.muted:
             return
@@ -132,6 +141,20 @@ class JournalWriter:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+def _cut_after_last_line(url: str) -> None:
+    """Drop what follows the last newline of the file at ``url``."""
+    import fsspec
+    from fsspec.implementations.local import LocalFileSystem
+
+    fs, path = fsspec.core.url_to_fs(url)
+    data = fs.cat_file(path)
+    whole = data[: data.rfind(b"\n") + 1]
+    if isinstance(fs, LocalFileSystem):  # in place
+        os.truncate(path, len(whole))
+    else:
+        fs.pipe_file(path, whole)
 
 
 def _plain(value):

@@ -5,6 +5,7 @@ import json
 import pickle
 import random
 
+import fsspec
 import pytest
 
 from hypersched_nb import Experiment
@@ -110,7 +111,12 @@ def test_fed_its_whole_journal_a_fresh_driver_ends_as_the_search_did():
 
 def write_journal(path, policy: str = "asha", *, end: bool = True) -> list[bytes]:
     """A journal file of a simulated search; its lines."""
-    writer = JournalWriter(str(path))
+    return write_journal_at(str(path), policy, end=end)
+
+
+def write_journal_at(url: str, policy: str = "asha", *, end: bool = True) -> list[bytes]:
+    """A journal of a simulated search at ``url`` (any fsspec URL); its lines."""
+    writer = JournalWriter(url)
     writer.write({"k": "search", "format": 1, "id": "t", "started": "2026-11-25T10:00:00",
                   "settings": settings(policy)})  # fmt: skip
     for record in recorded_search(policy):
@@ -118,7 +124,8 @@ def write_journal(path, policy: str = "asha", *, end: bool = True) -> list[bytes
     if end:
         writer.write({"k": "end", "t": DEADLINE, "status": "finished", "error": None})
     writer.close()
-    return path.read_bytes().splitlines(keepends=True)
+    fs, path = fsspec.core.url_to_fs(url)
+    return fs.cat_file(path).splitlines(keepends=True)
 
 
 def test_open_reads_the_search_a_journal_holds(tmp_path):
@@ -146,6 +153,25 @@ def test_a_journal_cut_anywhere_in_its_last_three_records_still_opens(tmp_path):
         # cut before its last input: as it was then; after: as it ended, which the inputs say
         assert exp.statistics().status == ("interrupted" if lost_input else "finished")
         assert exp.best is not None
+
+
+@pytest.mark.parametrize("url", ["file", "memory://hs-test-torn/journal.jsonl"])
+def test_a_search_resumed_from_a_torn_journal_writes_on_from_its_last_whole_line(tmp_path, url):
+    url = str(tmp_path / "journal.jsonl") if url == "file" else url
+    lines = write_journal_at(url, end=False)
+    fs, path = fsspec.core.url_to_fs(url)
+    whole = b"".join(lines)
+    fs.pipe_file(path, whole[: len(whole) - len(lines[-1]) // 2])  # killed while writing
+    journal = read_journal(url)
+    assert journal.torn
+
+    writer = JournalWriter.after(journal)
+    writer.write({"k": "resumed", "t": 1.0, "from": {}})
+    writer.close()
+
+    again = read_journal(url)  # the record after the tear is whole, and so is the rest
+    assert not again.torn and again.records == (*journal.records, again.records[-1])
+    assert again.records[-1] == {"k": "resumed", "t": 1.0, "from": {}}
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """A search outlives its kernel: killed with SIGKILL at three moments, it resumes from its
-journal and checkpoints each time, keeps every epoch reported before each kill, and ends by
-the deadline it was first given."""
+journal and checkpoints each time (the last time from a journal whose last record was torn),
+keeps every epoch reported before each kill, and ends by the deadline it was first given."""
 
 import json
 import os
@@ -95,6 +95,12 @@ def test_a_search_killed_three_times_resumes_each_time_and_ends_by_its_deadline(
         reported, expected = now, checkpoints_to_resume_from(folder, opened)
         from_checkpoints += sum(epoch > 0 for epoch in expected.values())
     assert from_checkpoints > 0  # the check of what resumes from where checks something
+    journal = folder / "journal.jsonl"  # and the last kill tore the journal's last record
+    whole = journal.read_bytes()
+    journal.write_bytes(whole[: len(whole) - len(whole.splitlines(keepends=True)[-1]) // 2])
+    opened = Experiment.open(folder)
+    reported = {row.trial_id: row.metrics for row in opened.statistics().trials}
+    expected = checkpoints_to_resume_from(folder, opened)
     out = run(script, folder, "resume", kill_at_results=None)
     assert resumed_from(folder) == expected
     status, ended = out.split()[-2:]
