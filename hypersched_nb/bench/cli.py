@@ -105,6 +105,7 @@ def _plan(args: argparse.Namespace) -> Plan:
     if args.json is not None and not args.json.parent.resolve().is_dir():
         raise ConfigError(f"`--json` folder {str(args.json.parent)!r} does not exist")
     trace = load_trace(args.trace)
+    _check_budget(args.cost_budget, trace)
     settings = SimSettings(
         workers=args.workers, configs=args.configs, max_epochs=args.max_epochs,
         min_epochs=args.min_epochs, eta=args.eta, startup=args.startup, target=args.target,
@@ -147,6 +148,20 @@ def _check_numbers(args: argparse.Namespace) -> None:
     budget = args.cost_budget
     if budget is not None and not (math.isfinite(budget) and budget > 0):
         raise ConfigError(f"`--cost-budget` is {budget}, but must be > 0 worker-seconds")
+
+
+def _check_budget(budget: float | None, trace: Trace) -> None:
+    """A cost budget must pay for one epoch of one worker at least: the trace's cheapest
+    first epoch (with less, no trial could report anything)."""
+    if budget is None:
+        return
+    cheapest = min(float(s[0]) for s in trace.seconds.values())
+    if budget < cheapest:
+        raise ConfigError(
+            f"`--cost-budget` is {budget:g} worker-seconds, less than one epoch of one worker "
+            f"(the cheapest first epoch of {trace.name} takes {cheapest:.3g} s): no trial "
+            "could report a result"
+        )
 
 
 # ------------------------------------------------------------------ running

@@ -191,6 +191,11 @@ def test_shared_trace_by_name(tmp_path):
         ({"--min-epochs": 9}, "`max_epochs` is 6, but must be >= min_epochs (9)"),
         ({"--scaling": "{oops"}, "scaling '{oops' is neither a JSON object nor one of"),
         ({"--startup": -1}, "`--startup` is -1.0, but must be >= 0 seconds"),
+        ({"--cost-budget": -5}, "`--cost-budget` is -5.0, but must be > 0 worker-seconds"),
+        (
+            {"--cost-budget": 0.5},
+            "`--cost-budget` is 0.5 worker-seconds, less than one epoch of one worker",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(toy, tmp_path, capsys, change, message):
