@@ -2,7 +2,8 @@
 
 A search is deterministic given its inputs: the clock read at the top of each turn and
 after each wait, the deadline and the stop request as they stood then, the events each
-wait returned, the configurations offered and the cluster's size at the start. The driver
+wait returned, the configurations offered and the cluster's size at the start and after
+each change asked for. The driver
 reads them only through an :class:`Inputs`, so that a live search can hand each to a
 journal as it happens (``record``), and a resumed search can be fed the journal's, in the
 same order, before it goes on live (:class:`~hypersched_nb.experiment.journal.Replay`).
@@ -14,7 +15,9 @@ Records (plain dicts, JSON-ready):
   once a stop is asked for: a moment, read at the top of a turn and after each wait;
 - ``{"k": "events", "events": [...]}``: what a wait returned (each event's ``as_dict()``);
 - ``{"k": "offer", "config": {...}}`` or ``{"k": "offer", "config": null}``: a
-  configuration offered, or the offers running out.
+  configuration offered, or the offers running out;
+- ``{"k": "scaled", "workers": 2}``: the cluster's size once it was asked to change, where
+  that is not the size asked for (a live cluster's new workers arrive later).
 
 The driver's decisions go to the same ``record`` (``{"k": "decision", ...}``): not inputs,
 but what a reader of the journal wants next to them.
@@ -74,6 +77,15 @@ class Inputs:
         if self.record is not None and events:
             self.record({"k": "events", "events": [e.as_dict() for e in events]})
         return events
+
+    def scaled(self, asked: int) -> int:
+        """The cluster's size once it was asked to have ``asked`` workers: a simulated
+        cluster's at once; a live one retires workers at once, and its new ones are counted
+        as they arrive (the runtime's ``WorkersChanged``)."""
+        workers = self.runtime.workers()
+        if self.record is not None and workers != asked:
+            self.record({"k": "scaled", "workers": workers})
+        return workers
 
     def offer(self) -> dict | None:
         """The next configuration to offer, None once there are no more."""

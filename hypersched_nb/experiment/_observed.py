@@ -84,10 +84,10 @@ class Observed:
             self._hold(self.clock.now(), ins.trial_id, ins.workers)
         elif kind is Pause or kind is Stop:
             self._hold(self.clock.now(), ins.trial_id, 0)
-        elif kind is ScaleCluster:
-            self._sized(self.clock.now(), ins.workers)
         self.version += 1
         self.inner.execute(ins)
+        if kind is ScaleCluster:  # the workers there: a live cluster's new ones come later
+            self._sized(self.clock.now(), self.inner.workers())
 
     def advance(self, until: float):
         self.gate.leave()

@@ -121,6 +121,7 @@ class Driver:
         self._now, self.capacity = self._inputs.start()
         # elastic clusters: the policy may ask for a size up to max_workers; billing integrates it
         self.max_workers = max(self.capacity, max_workers or self.capacity)
+        self._asked = self.capacity  # the size last asked for; capacity is the size there
         self.cost_budget = cost_budget
         self._elastic = type(policy).elastic
         self._billed, self._billed_at = 0.0, self._now
@@ -334,14 +335,15 @@ class Driver:
         want = self.policy.cluster_size(self._ctx())
         if want is None:
             return
-        held = self.capacity - self._free()
-        want = min(self.max_workers, max(int(want), held))
-        if want != self.capacity:
-            self._bill(now)
-            self._log(now, None, "ScaleCluster", f"{self.capacity} -> {want} workers")
-            self.runtime.execute(ScaleCluster(want))
-            self.capacity = want
-            self._changed()
+        want = min(self.max_workers, max(int(want), self._held))
+        if want == self._asked and want >= self.capacity:
+            return  # asked for already (a live cluster's workers may be on their way)
+        self._bill(now)
+        self._log(now, None, "ScaleCluster", f"{self.capacity} -> {want} workers")
+        self.runtime.execute(ScaleCluster(want))
+        # billed and handed out are the workers there, not those asked for
+        self._asked, self.capacity = want, self._inputs.scaled(want)
+        self._changed()
 
     def _bill(self, until: float) -> None:
         self._billed += self.capacity * max(0.0, until - self._billed_at)

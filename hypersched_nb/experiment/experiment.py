@@ -53,6 +53,10 @@ class Experiment:
     ``sampler`` ``"tpe"``, ``"random"``, ``"qmc"`` or an Optuna sampler; ``configs`` bounds
     how many configurations are offered. ``fail_fast``: when the first this-many trials to
     end all failed with one error, the search stops and :meth:`wait` raises it (None: never).
+    An elastic policy (``"seer"``) sizes the cluster itself, from ``cluster`` up to
+    ``max_workers``, and spends at most ``cost_budget`` worker-seconds (plus one epoch of one
+    worker), billed for the workers the cluster has, from when they arrive to when they are
+    retired.
     """
 
     # (runtime, clock) of a search that runs on them instead of a Dask cluster: set by _on()
@@ -80,11 +84,14 @@ class Experiment:
         target: float | None = None,
         poll: float = 0.25,
         fail_fast: int | None = 3,
+        max_workers: int | None = None,
+        cost_budget: float | None = None,
     ):
         live = self._given is None
         _check(trainable, live, metric=metric, mode=mode, max_epochs=max_epochs,
                min_epochs=min_epochs, eta=eta, seed=seed, poll=poll, configs=configs,
-               target=target, checkpoint_dir=checkpoint_dir, fail_fast=fail_fast)  # fmt: skip
+               target=target, checkpoint_dir=checkpoint_dir, fail_fast=fail_fast,
+               max_workers=max_workers, cost_budget=cost_budget)  # fmt: skip
         check_budget(max_epochs, min_epochs, eta)
         _check_cluster(cluster)
         if space is None:
@@ -109,6 +116,8 @@ class Experiment:
         self.cluster, self.checkpoint_dir, self.target = cluster, checkpoint_dir, target
         self.scaling = None if scaling is None else ScalingCurve.parse(scaling)
         self.policy = self._policy(policy, policy_params)
+        _check_elastic(self.policy, cluster, max_workers=max_workers, cost_budget=cost_budget)
+        self.max_workers, self.cost_budget = max_workers, cost_budget
         self.source = config_source(
             space, sampler=sampler, seed=seed, mode=mode, max_configs=configs
         )
@@ -217,7 +226,13 @@ class Experiment:
         ``best_checkpoint()`` and ``load_best()`` read it. ``trainable`` is the class where
         the one the journal names cannot be imported here; ``policy`` the policy where the
         search was given a ready-made one."""
-        from hypersched_nb.experiment.journal import Dry, EndOfJournal, Replay, read_journal
+        from hypersched_nb.experiment.journal import (
+            AfterReplay,
+            Dry,
+            EndOfJournal,
+            Replay,
+            read_journal,
+        )  # fmt: skip
 
         journal = read_journal(path)
         s = journal.settings
@@ -236,15 +251,17 @@ class Experiment:
             max_epochs=s["max_epochs"], min_epochs=s["min_epochs"], eta=s["eta"], policy=policy,
             policy_params=None if isinstance(policy, Policy) else s["policy_params"],
             seed=s["seed"], scaling=s["scaling"], target=s["target"],
+            max_workers=s.get("max_workers"), cost_budget=s.get("cost_budget"),
         )  # fmt: skip
         exp.trainable = trainable or _imported(s["trainable"])
         exp.checkpoint_dir = s["checkpoint_dir"]
-        exp._observed = Observed(dry, replay, exp._session.gate, None)
+        exp._observed = Observed(AfterReplay(dry, replay), replay, exp._session.gate, None)
         replay.noted = exp._observed.note
         exp._driver = Driver(
             exp.policy, exp._observed, replay, iter(()), deadline=s["deadline"],
             max_epochs=exp.max_epochs, mode=exp.mode, scaling=exp.scaling or LINEAR,
-            target=exp.target, journal=True, inputs=replay,
+            target=exp.target, journal=True, inputs=replay, max_workers=exp.max_workers,
+            cost_budget=exp.cost_budget,
         )  # fmt: skip
         try:
             exp._driver.run()
@@ -297,6 +314,7 @@ class Experiment:
             cluster=s["cluster"] if cluster is None else cluster, sampler=s["sampler"] or "tpe",
             seed=s["seed"], checkpoint_dir=s["checkpoint_dir"], scaling=s["scaling"],
             configs=s["configs"], target=s["target"], fail_fast=s.get("fail_fast", 3),
+            max_workers=s.get("max_workers"), cost_budget=s.get("cost_budget"),
         )  # fmt: skip
         exp._resumed = (journal, None if deadline is None else parse_deadline(deadline))
         return exp.start()
@@ -338,6 +356,7 @@ class Experiment:
                 self.policy, self._observed, clock, self.source, deadline=deadline,
                 max_epochs=self.max_epochs, mode=self.mode, scaling=scaling, target=self.target,
                 journal=True, on_trial_over=self._tell, inputs=inputs,
+                max_workers=self.max_workers, cost_budget=self.cost_budget,
             )  # fmt: skip
         except BaseException:
             session.close()
@@ -393,6 +412,7 @@ class Experiment:
             "scaling": asked["scaling"] if isinstance(asked["scaling"], str) else None,
             "target": self.target, "fail_fast": self._fail_fast.threshold,
             "cluster": self.cluster if isinstance(self.cluster, (int, str)) else None,
+            "max_workers": self.max_workers, "cost_budget": self.cost_budget,
         }  # fmt: skip
 
     def _ended(self, status: str) -> None:
@@ -657,6 +677,8 @@ _RULES = {
     "fail_fast": ("a number of trials >= 1, or None", lambda v: v is None or (_whole(v) and v >= 1)),
     "workers": ("a number of workers >= 1", lambda v: _whole(v) and v >= 1),
     "startup": ("a number of seconds >= 0, or None", lambda v: v is None or (_finite(v) and v >= 0)),
+    "max_workers": ("a number of workers >= 1, or None", lambda v: v is None or (_whole(v) and v >= 1)),
+    "cost_budget": ("a finite number of worker-seconds > 0, or None", lambda v: v is None or (_finite(v) and v > 0)),
 }  # fmt: skip
 
 
@@ -671,6 +693,22 @@ def _check(trainable, live: bool, **settings) -> None:
         rule, ok = _RULES[name]
         if not ok(value):
             raise ConfigError(f"`{name}` is {value!r}, but must be {rule}")
+
+
+def _check_elastic(policy: Policy, cluster, *, max_workers, cost_budget) -> None:
+    """``max_workers`` and ``cost_budget`` are for a policy that sizes the cluster, and
+    ``max_workers`` is not below the workers it starts with."""
+    for name, value in (("max_workers", max_workers), ("cost_budget", cost_budget)):
+        if value is not None and not type(policy).elastic:
+            raise ConfigError(
+                f"`{name}` is {value!r}, but policy {type(policy).__name__} does not size the "
+                "cluster: use policy='seer', or leave it out"
+            )
+    if max_workers is not None and _whole(cluster) and cluster > max_workers:
+        raise ConfigError(
+            f"`max_workers` is {max_workers}, below the {cluster} workers `cluster` starts "
+            f"with: give max_workers >= {cluster}"
+        )
 
 
 def _check_cluster(cluster) -> None:

@@ -55,7 +55,7 @@ __all__ = [
 
 FORMAT = 1  # the journal format this version writes and reads
 NAME = "journal.jsonl"
-_INPUTS = frozenset({"start", "now", "events", "offer"})
+_INPUTS = frozenset({"start", "now", "events", "offer", "scaled"})
 _EVENTS = {
     cls.__name__: cls for cls in (Result, TrialFailed, WorkersChanged, TrialHalted, DeadlineChanged)
 }
@@ -378,6 +378,7 @@ class Replay(Inputs):
         self._live, self._writer, self._on_live, self.noted = live, writer, on_live, noted
         self._on_offer = on_offer
         self.time = 0.0
+        self.workers = 0  # the cluster's size at the replayed time
         self.replaying = True
         if writer is not None:
             writer.muted = True
@@ -388,7 +389,7 @@ class Replay(Inputs):
         record = self._next("start")
         if record is None:
             return self._live.start()
-        self.time = record["t"]
+        self.time, self.workers = record["t"], record["workers"]
         return record["t"], record["workers"]
 
     def moment(self, deadline: float, stop: str | None) -> Moment:
@@ -403,12 +404,26 @@ class Replay(Inputs):
     def advance(self, until: float) -> list:
         if self.replaying and self._queue and self._queue[-1]["k"] == "events":
             events = [event_from_record(e) for e in self._queue.pop()["events"]]
+            for e in events:
+                if type(e) is WorkersChanged:
+                    self.workers = e.workers
             if self.noted is not None:
                 self.noted(events)
             return events
         if self.replaying:
             return []  # the wait returned nothing (only waits that return events are kept)
         return self._live.advance(until)
+
+    def scaled(self, asked: int) -> int:
+        if self.replaying and not self._queue:
+            self._go_live()
+        if not self.replaying:
+            return self._live.scaled(asked)
+        if self._queue[-1]["k"] == "scaled":
+            self.workers = self._queue.pop()["workers"]
+        else:
+            self.workers = asked  # not recorded: the cluster had the size asked for at once
+        return self.workers
 
     def offer(self) -> dict | None:
         record = self._next("offer")
@@ -495,6 +510,9 @@ class AfterReplay:
     def execute(self, instruction) -> None:
         if not self.replay.replaying:
             self.runtime.execute(instruction)
+
+    def workers(self) -> int:
+        return self.replay.workers if self.replay.replaying else self.runtime.workers()
 
     def __getattr__(self, name: str):
         return getattr(self.runtime, name)

@@ -54,6 +54,10 @@ class Slots:
                 added.append(slot)
         return gone, added
 
+    def raw_names(self) -> set:
+        """The names the cluster gave the workers here (its spec's keys)."""
+        return {s.raw_name for s in self._by_name.values()}
+
     def free(self) -> list[Slot]:
         """Free slots, least recently given back first (so a resumed trial moves on)."""
         return sorted(

@@ -394,7 +394,11 @@ class DaskRuntime:
         if everyone is None:  # the scheduler is unreachable for now: the next poll tries again
             return []
         self._retired &= set(everyone)
-        workers = {a: w for a, w in everyone.items() if a not in self._retired}
+        planned = self._planned()
+        workers = {
+            a: w for a, w in everyone.items()
+            if a not in self._retired and (planned is None or w.get("name") in planned)
+        }  # fmt: skip
         gone, added = self._slots.sync(workers)
         for s in added:  # torch's import takes seconds: done before a trial waits for it
             self._board.submit(_worker.warm, slot=s, tag=WarmTag(), name="hs-warm")
@@ -447,14 +451,37 @@ class DaskRuntime:
             self._events.append(events.WorkersChanged(now, len(self._slots)))
             return
         if workers >= len(self._slots):
-            self._expect = workers
-            cluster.scale(workers)
+            self._expect = workers if workers > len(self._slots) else None
+            cluster.scale(workers)  # fewer than asked before: those not there yet go first
             return
+        self._expect = None
         going = self._slots.free()[::-1][: len(self._slots) - workers]
         self._retired.update(s.addr for s in going)
         self._slots.retire(going)  # never handed out again, even before the scheduler sees
-        self._client.loop.add_callback(cluster.scale_down, [s.raw_name for s in going])
+        names = [s.raw_name for s in going] + self._on_their_way(cluster)
+        self._client.loop.add_callback(cluster.scale_down, names)
         self._events.append(events.WorkersChanged(now, len(self._slots)))
+
+    def _planned(self) -> set | None:
+        """The names of the workers the cluster means to have (None: it does not say). A
+        worker it is closing may still register with the scheduler (a scale-down races its
+        start): it is never handed out."""
+        cluster = getattr(self._client, "cluster", None)
+        if not hasattr(cluster, "worker_spec"):
+            return None
+        for _ in range(3):  # the cluster's own thread may change its spec meanwhile
+            try:
+                return set(cluster.plan)
+            except RuntimeError:
+                continue
+        return None
+
+    def _on_their_way(self, cluster) -> list:
+        """Workers the cluster is still starting, asked for by an earlier ScaleCluster: a
+        smaller size cancels them (a ``LocalCluster`` keeps its target and would start
+        them, to be billed until the next shrink)."""
+        here = self._slots.raw_names()
+        return [name for name in list(getattr(cluster, "worker_spec", {})) if name not in here]
 
     def __repr__(self) -> str:
         running = sum(t.phase not in (Phase.IDLE, Phase.QUEUED) for t in self._trials.values())

@@ -25,6 +25,7 @@ from hypersched_nb.core.events import (
     Pause,
     Resize,
     Result,
+    ScaleCluster,
     Start,
     TrialFailed,
     WorkersChanged,
@@ -285,7 +286,7 @@ class FakeRuntime:
         return []
 
 
-def fake_drive(policy, batches, workers=1, configs=2):
+def fake_drive(policy, batches, workers=1, configs=2, max_workers=None):
     clock = VirtualClock()
     rt = FakeRuntime(clock, workers, batches)
     driver = Driver(
@@ -296,6 +297,7 @@ def fake_drive(policy, batches, workers=1, configs=2):
         deadline=100.0,
         max_epochs=10,
         journal=True,
+        max_workers=max_workers,
     )
     return driver, driver.run(), rt
 
@@ -464,6 +466,42 @@ def test_only_a_policy_that_declares_itself_elastic_sizes_the_cluster():
     _driver, out, _rt = drive(policy, [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]], deadline=1000.0)
     assert not any(e["action"] == "ScaleCluster" for e in out.journal)
     assert out.ended_at == 40.0  # the second trial ran on the worker the first gave back
+
+
+class WantsThree(Scripted):
+    """Elastic: asks for 3 workers at every turn."""
+
+    elastic = True
+
+    def cluster_size(self, ctx):
+        return 3
+
+
+def test_workers_asked_for_are_billed_and_handed_out_once_the_cluster_reports_them():
+    # a live cluster: ScaleCluster(3) at t = 0, the two new workers arrive at t = 12
+    batches = [
+        [Result(0, 1, 0.5, 5.0, 5.0, 1)],
+        [WorkersChanged(12.0, 3)],
+        [Result(0, 2, 0.6, 15.0, 10.0, 1, done=True)],
+    ]
+    driver, out, rt = fake_drive(WantsThree(), batches, configs=3, max_workers=3)
+    starts = [(i.trial_id, driver.trials[i.trial_id].started_at) for i in rt.instructions
+              if type(i) is Start]  # fmt: skip
+    assert starts == [(0, 0.0), (1, 12.0), (2, 12.0)]  # none onto a worker not there yet
+    assert [i for i in rt.instructions if type(i) is ScaleCluster] == [ScaleCluster(3)]  # once
+    assert out.worker_seconds_billed == pytest.approx(1 * 12.0 + 3 * (out.ended_at - 12.0))
+
+
+def test_a_worker_the_cluster_adds_unasked_is_given_back():
+    batches = [[WorkersChanged(12.0, 3)], [Result(0, 1, 0.6, 15.0, 15.0, 1, done=True)]]
+    _driver, out, rt = fake_drive(WantsThree(), batches, configs=1)  # max_workers: the 1 there
+    assert [i for i in rt.instructions if type(i) is ScaleCluster] == [ScaleCluster(1)]
+    assert {
+        "time": 12.0,
+        "trial": None,
+        "action": "ScaleCluster",
+        "reason": "3 -> 1 workers",
+    } in out.journal
 
 
 def test_with_a_wake_up_set_a_search_without_workers_waits_for_it():

@@ -314,7 +314,13 @@ MUST = {
      (dict(space=[3]), "`space[0]` is 3, but each configuration of a list must be a dict"),
      (dict(space=[{"lr": 1}, "x"]), "`space[1]` is 'x', but each configuration of a list must be a dict"),
      (dict(deadline="-5m"), "`deadline` is '-5m', which is before the search starts; give a budget such as '20m'"),
-     (dict(policy_params={"brackets": "2"}), "`policy_params` is {'brackets': '2'}, but policy 'asha' cannot take it ('<' not supported")],
+     (dict(policy_params={"brackets": "2"}), "`policy_params` is {'brackets': '2'}, but policy 'asha' cannot take it ('<' not supported"),
+     (dict(max_workers=0, policy="seer"), "`max_workers` is 0, but must be a number of workers >= 1, or None"),
+     (dict(cost_budget=0, policy="seer"), "`cost_budget` is 0, but must be a finite number of worker-seconds > 0, or None"),
+     (dict(cost_budget=math.inf, policy="seer"), "`cost_budget` is inf, but must be a finite number of worker-seconds > 0"),
+     (dict(max_workers=4), "`max_workers` is 4, but policy ASHA does not size the cluster: use policy='seer', or leave it out"),
+     (dict(cost_budget=60.0), "`cost_budget` is 60.0, but policy ASHA does not size the cluster: use policy='seer'"),
+     (dict(max_workers=2, cluster=3, policy="seer"), "`max_workers` is 2, below the 3 workers `cluster` starts with: give max_workers >= 3")],
 )  # fmt: skip
 def test_each_bad_value_is_one_line_saying_what_it_must_be(kw, message):
     args = dict(trainable=Net, space={"lr": [0.1]}, deadline="1m", max_epochs=5, policy="asha") | kw

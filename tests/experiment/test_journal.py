@@ -9,7 +9,8 @@ import fsspec
 import pytest
 
 from hypersched_nb import Experiment
-from hypersched_nb.core.policies import REGISTRY, create
+from hypersched_nb.core.events import ScaleCluster, WorkersChanged
+from hypersched_nb.core.policies import REGISTRY, Policy, create
 from hypersched_nb.experiment._inputs import Inputs
 from hypersched_nb.experiment.driver import Driver
 from hypersched_nb.experiment.journal import (
@@ -25,7 +26,7 @@ from hypersched_nb.experiment.simulate import SimSettings, replayed
 from hypersched_nb.sim.trace import load_trace
 from hypersched_nb.testing.state import differences
 
-INPUTS = {"start", "now", "events", "offer"}
+INPUTS = {"start", "now", "events", "offer", "scaled"}
 DEADLINE = 400.0
 TRACE = load_trace("digits-cnn")
 
@@ -93,6 +94,82 @@ def test_fed_any_prefix_of_its_journal_a_fresh_policy_comes_to_the_same_state(po
         assert differences(pickle.loads(states[n]), (policy, driver.trials)) == [], n
         decided = [{k: v for k, v in r.items() if k != "k"} for r in prefix if r["k"] == "decision"]
         assert driver.outcome.journal[: len(decided)] == decided
+
+
+class LateWorkers:
+    """A simulated cluster whose new workers arrive ``delay`` seconds after they are asked
+    for, as a live one's do (it retires workers at once)."""
+
+    def __init__(self, inner, clock, delay: float):
+        self.inner, self.clock, self.delay = inner, clock, delay
+        self.present, self.arriving = inner.workers(), None
+
+    def workers(self) -> int:
+        return self.present
+
+    def execute(self, ins) -> None:
+        if type(ins) is ScaleCluster:
+            self.arriving = None
+            if ins.workers > self.present:
+                self.arriving = (self.clock.now() + self.delay, ins.workers)
+                return
+            self.present = ins.workers
+        self.inner.execute(ins)
+
+    def advance(self, until: float) -> list:
+        if self.arriving is None or self.arriving[0] > until:
+            return self.inner.advance(until)
+        at, workers = self.arriving
+        found = self.inner.advance(at)
+        if found:
+            return found
+        self.arriving, self.present = None, workers
+        self.inner.execute(ScaleCluster(workers))
+        return [WorkersChanged(at, workers)]
+
+
+class WantsSix(Policy):
+    """FIFO on an elastic cluster of 6 workers."""
+
+    name = "wants-six"
+    elastic = True
+
+    def cluster_size(self, ctx):
+        return 6
+
+
+def test_a_live_clusters_late_workers_are_journaled_and_replayed_where_they_arrived():
+    sim = replayed(TRACE, 0, SimSettings(workers=2, configs=12))
+    sim.runtime.max_workers = 6
+    records: list[dict] = []
+    late = LateWorkers(sim.runtime, sim.clock, delay=30.0)
+    offers = iter(sim.offered)
+    inputs = Inputs(
+        sim.clock, late, offers, record=lambda e: records.append(json.loads(json.dumps(e)))
+    )
+    live = Driver(
+        WantsSix(), late, sim.clock, offers, deadline=DEADLINE, max_epochs=sim.max_epochs,
+        journal=True, inputs=inputs, max_workers=6,
+    )  # fmt: skip
+    out = live.run()
+    assert {"k": "scaled", "workers": 2} in records  # asked for 6, 2 there until they came
+    # none was started on a worker not there yet: the simulator refuses to over-allocate
+    starts = [e["time"] for e in out.journal if e["action"] == "Start"]
+    assert starts.count(30.0) == 4  # the four that came were used at once
+    assert out.worker_seconds_billed == pytest.approx(2 * 30.0 + 6 * (out.ended_at - 30.0))
+    journal = Journal("memory://test", {"k": "search", "format": 1}, tuple(records))
+    replay = Replay(journal)
+    dry = Dry(0, checkpoint_dir="memory://x", metric="val_acc", mode="max", seed=0)
+    again = Driver(
+        WantsSix(), dry, replay, iter(()), deadline=DEADLINE, max_epochs=sim.max_epochs,
+        journal=True, inputs=replay, max_workers=6,
+    )  # fmt: skip
+    try:
+        again.run()
+    except EndOfJournal:
+        pass
+    assert again.outcome.journal == out.journal  # the same decisions, at the same times
+    assert again.outcome.worker_seconds_billed == out.worker_seconds_billed
 
 
 def test_the_comparison_of_states_sees_what_the_search_changed():
