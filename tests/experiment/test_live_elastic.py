@@ -27,7 +27,7 @@ def held_at(allocation, t: float) -> int:
 
 
 def test_seer_grows_and_shrinks_a_local_cluster_billed_for_the_workers_it_really_had(tmp_path):
-    configs = [{"lr": 0.005 + 0.01 * i, "sleep": 0.5} for i in range(12)]
+    configs = [{"lr": 0.005 + 0.01 * i, "sleep": 0.5} for i in range(16)]
     exp = Experiment(
         TinyRegression, configs, metric="loss", mode="min", deadline="90s", max_epochs=8,
         policy="seer", cluster=1, max_workers=3, cost_budget=BUDGET, sampler="random",
