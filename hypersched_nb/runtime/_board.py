@@ -33,9 +33,11 @@ from typing import ClassVar
 
 from hypersched_nb.runtime._messages import Report
 from hypersched_nb.runtime._slots import Slot
+from hypersched_nb.runtime.checkpoint import Checkpoint
 
 __all__ = [
     "EpochTag",
+    "FetchTag",
     "Finished",
     "MembersChanged",
     "PrepTag",
@@ -81,6 +83,18 @@ class SaveTag:
 
 
 @dataclass(frozen=True, slots=True)
+class FetchTag:
+    """Bringing to the client a copy of ``ckpt``, written by a worker whose disk the client
+    does not share; ``best`` is the metric it was written for when it holds a best's
+    weights (None: the trial's checkpoint)."""
+
+    trial_id: int
+    ckpt: Checkpoint
+    best: float | None = None
+    outlives_board: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
 class ReleaseTag:
     """Freeing a worker of a trial's replica."""
 
@@ -95,7 +109,7 @@ class WarmTag:
     outlives_board: ClassVar[bool] = False
 
 
-Tag = EpochTag | PrepTag | SaveTag | ReleaseTag | WarmTag
+Tag = EpochTag | PrepTag | SaveTag | FetchTag | ReleaseTag | WarmTag
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,7 @@ class LiveTrial:
         "ckpt",
         "config",
         "deps",
+        "fetching",
         "futures",
         "longest",
         "memory_kills",
@@ -94,6 +95,7 @@ class LiveTrial:
         self.ckpt: Checkpoint | None = None  # last durable checkpoint known here
         self.saving = None  # the pause checkpoint task in flight
         self.deps: dict[str, object] = {}  # key -> task to wait for before starting
+        self.fetching: dict[str, object] = {}  # key -> task copying a checkpoint to the client
         self.rendezvous: Rendezvous | None = None
         self.want = 1
         self.memory_kills = 0  # workers restarted by their nanny while it ran, for memory

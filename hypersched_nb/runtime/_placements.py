@@ -4,7 +4,13 @@
 hands out the cluster's slots (a trial started while too few are free waits in a queue),
 and sends the tasks of :mod:`hypersched_nb.runtime._worker` that start, step, resize,
 checkpoint and free a trial's replicas. It hears nothing back itself: the runtime tells it
-when a task a start waits for is done (:meth:`Placements.prepared`).
+when a task a start waits for is done (:meth:`Placements.prepared`), and of every checkpoint
+a worker wrote (:meth:`Placements.keep`).
+
+Checkpoints and disks: the client's checkpoint folder is the ``home`` store. A checkpoint a
+worker wrote elsewhere (a host with a disk of its own) is known to the client only once a
+task has copied it home (:data:`FetchTag`); a trial's next start waits for those copies,
+and a start on a worker whose disk lacks its checkpoint is sent the bytes with its task.
 """
 
 from __future__ import annotations
@@ -15,10 +21,25 @@ from collections.abc import Callable, Iterable
 from hypersched_nb.core.events import Start
 from hypersched_nb.runtime import _worker
 from hypersched_nb.runtime._bests import BestWeights
-from hypersched_nb.runtime._board import EpochTag, PrepTag, ReleaseTag, SaveTag, Task, TaskBoard
+from hypersched_nb.runtime._board import (
+    EpochTag,
+    FetchTag,
+    PrepTag,
+    ReleaseTag,
+    SaveTag,
+    Task,
+    TaskBoard,
+)
 from hypersched_nb.runtime._live import LiveTrial, Phase, move
 from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, StartSpec
 from hypersched_nb.runtime._slots import Slot, Slots
+from hypersched_nb.runtime.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    prune_checkpoints,
+    read_files,
+    write_files,
+)
 from hypersched_nb.train.context import trial_seed
 
 __all__ = ["Placements"]
@@ -27,7 +48,8 @@ __all__ = ["Placements"]
 class Placements:
     """The trials of one runtime on ``slots``, their tasks on ``board``. ``factory``,
     ``seed`` and ``group_timeout`` build the replicas; ``directory``, ``overhead`` and
-    ``bests`` say how rank 0 writes checkpoints and the best weights."""
+    ``bests`` say how rank 0 writes checkpoints and the best weights; ``home`` is the
+    store_id of ``directory`` on the client's own disk."""
 
     def __init__(
         self,
@@ -41,10 +63,12 @@ class Placements:
         directory: str,
         overhead: float,
         bests: BestWeights,
+        home: str,
     ):
         self._board, self._slots, self._clock = board, slots, clock
         self._factory, self._seed, self._group_timeout = factory, seed, group_timeout
         self._dir, self._overhead, self._bests = directory, overhead, bests
+        self._home = home
         self.trials: dict[int, LiveTrial] = {}
         self._queued: list[int] = []  # trials started while too few slots were free
         self._count = itertools.count(1)  # placement tokens
@@ -163,7 +187,7 @@ class Placements:
         waiting for it. Returns the trial whose hand-over failed, if that is what it was."""
         t, fut = self.trials[task.tag.trial_id], task.future
         if type(out) is Handover and out.ckpt is not None:
-            t.note_ckpt(out.ckpt)
+            self.keep(t, out.ckpt, task.slot)
         if t.saving is fut:
             t.saving = None
         self._slots.saved(fut)
@@ -172,6 +196,59 @@ class Placements:
                 return t
             if out is not None and out.rendezvous is not None:
                 t.rendezvous = out.rendezvous
+        self._unblock(fut)
+        return None
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def keep(self, t: LiveTrial, ckpt: Checkpoint, slot: Slot, *, best: float | None = None):
+        """Note ``ckpt``, written for trial ``t`` by ``slot``'s worker (``best``: the metric
+        whose weights it holds; None: the trial's own checkpoint): at once if it is on the
+        client's disk, else once a copy is home (:meth:`fetched`)."""
+        if ckpt.store is not None and ckpt.store == self._home:
+            self._note(t, ckpt, best)
+            return
+        fut = self._board.submit(
+            _worker.fetch, ckpt.url, slot=slot, tag=FetchTag(t.tid, ckpt, best),
+            name=f"hs-fetch-{t.tid}",
+        )  # fmt: skip
+        t.fetching[fut.key] = fut
+        if t.phase is Phase.PREPARING:  # its start restores from this one
+            t.deps[fut.key] = fut
+
+    def fetched(self, task: Task, out: dict | Failed | None) -> None:
+        """A checkpoint's bytes came from its worker (``out``; a Failed or None: they did not,
+        and the client goes on with the checkpoint it knew before): written home, then noted."""
+        tag, fut = task.tag, task.future
+        t = self.trials[tag.trial_id]
+        t.fetching.pop(fut.key, None)
+        if isinstance(out, dict) and _written(out):
+            self._note(t, tag.ckpt, tag.best)
+            if tag.best is None and t.ckpt is not None:  # older copies are of no more use
+                prune_checkpoints(self._dir, t.tid, {t.ckpt.url})
+        self._unblock(fut)
+
+    def _note(self, t: LiveTrial, ckpt: Checkpoint, best: float | None) -> None:
+        if best is not None:
+            self._bests.offer(t.tid, ckpt, best)
+        elif ckpt.epoch <= t.reported:  # not of a run the trial has since started over
+            t.note_ckpt(ckpt)
+
+    def _files_for(self, ckpt: Checkpoint | None, slot: Slot):
+        """The bytes of ``ckpt`` sent ahead to ``slot``'s worker, when its disk may lack it
+        (a future; None: none needed, or none to send)."""
+        if ckpt is None or (ckpt.store is not None and ckpt.store == slot.store):
+            return None
+        try:
+            files = read_files(ckpt.url)
+            return self._board.client.scatter(
+                [files], workers=[slot.addr], hash=False, timeout=self._board.fetch_timeout
+            )[0]
+        except (CheckpointError, OSError, TimeoutError):
+            return None  # the worker restores an earlier one, or none, and says so
+
+    def _unblock(self, fut) -> None:
+        """Launch the trials that waited for ``fut`` alone."""
         for w in self.trials.values():
             if w.phase is Phase.PREPARING and w.deps.pop(fut.key, None) is not None:
                 if w.deps:
@@ -180,7 +257,6 @@ class Placements:
                     self._ask_port(w)
                 else:
                     self._launch(w)
-        return None
 
     def _place(self, t: LiveTrial, slots: list[Slot], how: str = "place", deps=None) -> None:
         """Hold ``slots`` (``how``: "place" or "resize"); start once ``deps``, the
@@ -189,7 +265,7 @@ class Placements:
         move(t, how)
         t.slots, t.rendezvous = slots, None
         t.deps = dict(deps or {})
-        for fut in [t.saving, *(s.save for s in slots)]:
+        for fut in [t.saving, *(s.save for s in slots), *t.fetching.values()]:
             if fut is not None:
                 t.deps[fut.key] = fut
         if len(slots) > 1 and how == "place":
@@ -216,7 +292,7 @@ class Placements:
             )  # fmt: skip
             t.futures[rank] = self._board.submit(
                 _worker.start, spec, t.ckpt, t.rendezvous, self._board.topic,
-                slot=slot, tag=EpochTag(t.tid, t.token, rank, t.seq), name=f"hs-start-{t.tid}",
+                self._files_for(t.ckpt, slot), slot=slot, tag=EpochTag(t.tid, t.token, rank, t.seq), name=f"hs-start-{t.tid}",
             )  # fmt: skip
         t.outs, t.starting, t.t_launch = {}, True, self._clock.now()
 
@@ -233,3 +309,12 @@ class Placements:
     def _save_spec(self, t: LiveTrial) -> SaveSpec:
         keep = t.ckpt.url if t.ckpt else None
         return SaveSpec(self._dir, self._overhead, keep, self._bests.bar())
+
+
+def _written(files: dict) -> bool:
+    """Write ``files`` on the client's disk; False if they could not be (a full disk)."""
+    try:
+        write_files(files)
+    except OSError:
+        return False
+    return True

@@ -9,7 +9,9 @@ __all__ = ["Slot", "Slots"]
 
 
 class Slot:
-    __slots__ = ("addr", "freed", "gpu", "memory_limit", "name", "raw_name", "save", "tenant")
+    __slots__ = (
+        "addr", "freed", "gpu", "memory_limit", "name", "raw_name", "save", "store", "tenant",
+    )  # fmt: skip
 
     def __init__(self, name: str, raw_name, addr: str, gpu: bool, memory_limit: int = 0):
         self.name, self.raw_name, self.addr, self.gpu = name, raw_name, addr, gpu
@@ -17,6 +19,7 @@ class Slot:
         self.tenant: int | None = None  # the trial holding it
         self.freed = 0  # when it was last given back (a counter): least recently freed first
         self.save = None  # the last tenant's checkpoint task: the next start waits for it
+        self.store: str | None = None  # the store_id of its checkpoint folder (None: unknown)
 
     def __repr__(self) -> str:
         return f"Slot({self.name!r}, {self.addr}, tenant={self.tenant})"
@@ -53,6 +56,9 @@ class Slots:
                 self._by_name[name] = slot = Slot(name, raw, addr, gpu, memory)
                 added.append(slot)
         return gone, added
+
+    def all(self) -> list[Slot]:
+        return list(self._by_name.values())
 
     def raw_names(self) -> set:
         """The names the cluster gave the workers here (its spec's keys)."""

@@ -26,6 +26,12 @@ than 0.1 s, and a 100 MiB state (~0.5 s) once per ~25 s of training: what a lost
 costs to train again is bounded by write time / overhead. A copy kept in the worker's
 memory would cost nothing, but dies with the worker it is meant to survive.
 
+Stores: every checkpoint records the store it went to (its worker's disk, named by
+:func:`~hypersched_nb.runtime.checkpoint.store_id`). When that is not the kernel's,
+:func:`fetch` hands its bytes to the client, which keeps a copy; a start on a worker whose
+disk lacks the checkpoint is sent the bytes with its task, and writes them before it
+restores. A host that goes away thus takes no checkpoint the client had heard of with it.
+
 Best rule (rank 0 only): an epoch whose metric beats the best whose weights the client kept
 when it sent the task also writes the weights apart
 (:func:`~hypersched_nb.runtime.checkpoint.best_url`), always, whatever the checkpoint budget,
@@ -62,7 +68,10 @@ from hypersched_nb.runtime.checkpoint import (
     earlier_checkpoint,
     load_checkpoint,
     prune_checkpoints,
+    read_files,
     save_checkpoint,
+    store_id,
+    write_files,
 )
 from hypersched_nb.train.context import TrainContext
 
@@ -70,12 +79,14 @@ __all__ = [
     "Resident",
     "checkpoint_and_release",
     "digest",
+    "fetch",
     "hand_over",
     "pick_rendezvous_port",
     "release",
     "resident",
     "start",
     "step",
+    "store",
     "warm",
 ]
 
@@ -122,17 +133,41 @@ class _Replica:
 
 
 _RESIDENT: dict[int, _Replica] = {}
+_STORES: dict[str, str] = {}  # checkpoint folder -> the store_id this worker sees there
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # a write that failed for want of space
 
 
 # ----------------------------------------------------------------------------- tasks
 
 
-def warm() -> None:
-    """Import torch ahead of the first trial (seconds, once per worker process)."""
+def warm(directory: str) -> str | Failed:
+    """Import torch ahead of the first trial (seconds, once per worker process); returns
+    the store this worker writes checkpoints under ``directory`` to (see :func:`store`)."""
     import torch
     import torch.distributed
     import torch.nn.parallel  # noqa: F401
+
+    try:
+        return store(directory)
+    except OSError as exc:
+        return Failed(f"{type(exc).__name__}: {exc}")
+
+
+def store(directory: str) -> str:
+    """The :func:`~hypersched_nb.runtime.checkpoint.store_id` of ``directory`` on this
+    worker's host (asked once per folder and process)."""
+    found = _STORES.get(directory)
+    if found is None:
+        found = _STORES[directory] = store_id(directory)
+    return found
+
+
+def fetch(url: str) -> dict[str, bytes] | Failed:
+    """The bytes of the checkpoint at ``url`` on this worker's disk and of its sidecar."""
+    try:
+        return read_files(url)
+    except OSError as exc:
+        return Failed(f"{type(exc).__name__}: {exc}")
 
 
 def start(
@@ -140,14 +175,19 @@ def start(
     ckpt: Checkpoint | None,
     rendezvous: Rendezvous | None,
     topic: str | None = None,
+    files: Mapping[str, bytes] | None = None,
 ) -> Epoch | Failed:
-    """Build the replica of rank ``spec.rank``, restore ``ckpt``, train again the epochs
-    reported since it (``spec.replay``), then train one epoch; the outcome is also sent as
-    an event on ``topic`` (a hop sooner than the task's result)."""
+    """Build the replica of rank ``spec.rank``, restore ``ckpt`` (after writing ``files``,
+    its bytes, when this worker's disk lacks it), train again the epochs reported since it
+    (``spec.replay``), then train one epoch; the outcome is also sent as an event on
+    ``topic`` (a hop sooner than the task's result)."""
     _evict()
     rep = None
     try:
         import torch
+
+        if files:
+            write_files(files)
 
         device = "cuda:0" if torch.cuda.is_available() else "cpu"
         if spec.world > 1:
@@ -339,7 +379,9 @@ def _due(rep: _Replica, overhead: float) -> bool:
 def _write(rep: _Replica, save: SaveSpec) -> Checkpoint:
     t0 = time.perf_counter()
     url = checkpoint_url(save.dir, rep.trial_id, rep.epochs)
-    info = save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep))
+    info = save_checkpoint(
+        rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep), store=store(save.dir)
+    )
     prune_checkpoints(save.dir, rep.trial_id, {url} if save.keep is None else {url, save.keep})
     rep.write_cost, rep.since_write = time.perf_counter() - t0, 0.0
     return info
@@ -359,7 +401,9 @@ def _keep_if_best(rep: _Replica, metrics: Mapping, save: SaveSpec) -> Checkpoint
     if not math.isfinite(score) or (not first and score <= bar.above):
         return None
     url = best_url(save.dir, rep.trial_id, rep.epochs)
-    return save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep))
+    return save_checkpoint(
+        rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep), store=store(save.dir)
+    )
 
 
 def _about(rep: _Replica) -> dict:

@@ -11,6 +11,13 @@ what the model learnt from private data.
 Loading reads the bytes once, checks them against the checksum the caller was told (or the
 sidecar's) and unpickles with ``weights_only=True``, so a checkpoint can hold tensors,
 numbers, strings and containers of them, never arbitrary objects.
+
+The same folder name may be one disk for every host (a shared mount, a bucket) or a disk of
+each host's own. :func:`store_id` tells them apart: the first process to use a folder
+leaves a random name in it (``.store``), and processes that read the same name share the
+disk. Each checkpoint records the store it was written in, so that the runtime knows which
+hosts can read it as it is and which must be sent its bytes (:func:`read_files`,
+:func:`write_files`).
 """
 
 from __future__ import annotations
@@ -38,7 +45,10 @@ __all__ = [
     "private_folders",
     "prune_checkpoints",
     "remove_checkpoint",
+    "read_files",
     "save_checkpoint",
+    "store_id",
+    "write_files",
     "written_bests",
     "written_checkpoint",
 ]
@@ -50,12 +60,14 @@ class CheckpointError(HyperschedError, OSError):
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """One written checkpoint: where it is, its checksum and size, and the epochs it holds."""
+    """One written checkpoint: where it is, its checksum and size, the epochs it holds, and
+    the store (:func:`store_id`) it was written in (None: not known)."""
 
     url: str
     sha256: str
     bytes: int
     epoch: int
+    store: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +98,15 @@ def best_url(directory: str, trial_id: int, epoch: int) -> str:
 
 
 def save_checkpoint(
-    state: dict, url: str, *, epoch: int, about: Mapping | None = None
+    state: dict, url: str, *, epoch: int, about: Mapping | None = None, store: str | None = None
 ) -> Checkpoint:
     """Write ``state`` (a torch state dict) to ``url``, and its sidecar with ``about`` (what
-    the weights are of: plain values); returns what :func:`load_checkpoint` checks against."""
+    the weights are of: plain values); ``store`` is the :func:`store_id` of the folder it
+    goes to. Returns what :func:`load_checkpoint` checks against."""
     import fsspec
 
     data = _serialised(state, url)
-    info = Checkpoint(url, hashlib.sha256(data).hexdigest(), len(data), epoch)
+    info = Checkpoint(url, hashlib.sha256(data).hexdigest(), len(data), epoch, store)
     sidecar = {**dataclasses.asdict(info), "about": dict(about or {})}
     fs, path = fsspec.core.url_to_fs(url)
     _write(fs, path, data)
@@ -160,6 +173,47 @@ def private_folders(folder: str) -> None:
             os.mkdir(made, 0o700)
         except FileExistsError:  # made meanwhile by another worker
             pass
+
+
+def store_id(directory: str) -> str:
+    """The name of the store that holds ``directory``: the same in every process that
+    reads and writes the same files there, different where a host has a disk of its own
+    under the same name. Left in ``<directory>/.store`` by the first process to ask."""
+    import uuid
+
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(directory)
+    path = f"{root.rstrip('/')}/.store"
+    if not fs.exists(path):
+        _write(fs, path, uuid.uuid4().hex.encode())
+    with fs.open(path, "rb") as f:
+        return f.read().decode().strip()
+
+
+def read_files(url: str) -> dict[str, bytes]:
+    """The bytes of the checkpoint at ``url`` and of its sidecar, by URL: what another
+    host needs to load it (:func:`write_files`)."""
+    import fsspec
+
+    out = {}
+    for u in (url, f"{url}.json"):
+        fs, path = fsspec.core.url_to_fs(u)
+        try:
+            with fs.open(path, "rb") as f:
+                out[u] = f.read()
+        except FileNotFoundError:
+            raise CheckpointError(f"checkpoint {u} is missing") from None
+    return out
+
+
+def write_files(files: Mapping[str, bytes]) -> None:
+    """Write the files :func:`read_files` read, each where it was (on this host's disk)."""
+    import fsspec
+
+    for url, data in files.items():
+        fs, path = fsspec.core.url_to_fs(url)
+        _write(fs, path, data)
 
 
 def _plain(value):

@@ -45,6 +45,7 @@ Nothing here decides anything: the driver does.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 from hypersched_nb.core import events
@@ -54,6 +55,7 @@ from hypersched_nb.runtime import _worker
 from hypersched_nb.runtime._bests import BestWeights
 from hypersched_nb.runtime._board import (
     EpochTag,
+    FetchTag,
     Finished,
     PrepTag,
     QueueItem,
@@ -64,10 +66,11 @@ from hypersched_nb.runtime._board import (
 from hypersched_nb.runtime._live import LiveTrial, Phase, move
 from hypersched_nb.runtime._messages import Epoch, Failed, Report
 from hypersched_nb.runtime._placements import Placements
-from hypersched_nb.runtime._slots import Slots
+from hypersched_nb.runtime._slots import Slot, Slots
 from hypersched_nb.runtime.checkpoint import (
     BestCheckpoint,
     Checkpoint,
+    store_id,
     written_bests,
     written_checkpoint,
 )
@@ -81,8 +84,9 @@ class DaskRuntime:
 
     ``metric`` names the entry of ``step()``'s dict reported to the policy (a ``"done"``
     entry that is true ends the trial) and ``mode`` ("max" or "min") which way is better;
-    ``checkpoint_dir`` is a folder (made absolute here) or an fsspec URL that every worker
-    can reach; ``seed`` and the trial id give each trial's ``ctx.seed``;
+    ``checkpoint_dir`` is a folder (made absolute here; a host without this kernel's disk
+    has its own under that name, and its checkpoints travel through Dask: see
+    :mod:`~hypersched_nb.runtime._placements`) or an fsspec URL that every worker reaches; ``seed`` and the trial id give each trial's ``ctx.seed``;
     ``task_timeout`` bounds one epoch (seconds; None: no bound); ``checkpoint_overhead`` is
     the share of training time that per-epoch checkpoints may cost (see ``_worker``);
     ``group_timeout`` bounds a ``torch.distributed`` rendezvous and collective; ``poll`` is
@@ -126,14 +130,14 @@ class DaskRuntime:
         directory = os.fspath(checkpoint_dir)
         if "://" not in directory:  # workers may run elsewhere than this process's folder
             directory = os.path.abspath(directory)
-        self._directory = directory
+        self._directory, self._home = directory, _home_store(directory)
         self._bests = BestWeights(metric, 1.0 if mode == "max" else -1.0)
         self._slots = Slots()
         self._board = TaskBoard(client, fetch_timeout)
         self._placements = Placements(
             self._board, self._slots, clock, factory=trainable, seed=seed,
             group_timeout=group_timeout, directory=directory, overhead=checkpoint_overhead,
-            bests=self._bests,
+            bests=self._bests, home=self._home,
         )  # fmt: skip
         self._trials = self._placements.trials
         self._events: list[Event] = []  # found while executing; handed out by the next advance
@@ -145,6 +149,11 @@ class DaskRuntime:
         if not len(self._slots):
             client.wait_for_workers(1, timeout=60)
             self._sync_members()
+        try:
+            self._probe_stores()
+        except ConfigError:
+            self._board.close()
+            raise
 
     # ------------------------------------------------------------------ Runtime protocol
 
@@ -198,7 +207,21 @@ class DaskRuntime:
         for t in self._trials.values():
             if t.slots:
                 self._placements.vacate(t, save=False)
+        self._bring_home()
         self._board.close()
+
+    def _bring_home(self) -> None:
+        """Wait for the copies of checkpoints still on their way to this kernel (the last
+        best's weights, say), up to ``fetch_timeout`` in all."""
+        pending = [key for t in self._trials.values() for key in t.fetching]
+        tasks = [task for task in map(self._board.finish, pending) if task is not None]
+        end = time.monotonic() + self._board.fetch_timeout
+        for task in tasks:
+            try:
+                task.future.result(timeout=max(0.0, end - time.monotonic()))
+            except Exception:  # noqa: BLE001, S110 - not done in time, or failed: not copied
+                pass
+            self._placements.fetched(task, self._board.fetch(task.future))
 
     # ------------------------------------------------------------------ introspection
 
@@ -272,6 +295,10 @@ class DaskRuntime:
             match task.tag:
                 case EpochTag() as tag if not task.heard:  # heard: its event said it already
                     return self._on_epoch(tag, self._board.fetch(fut), fut)
+                case FetchTag():
+                    self._placements.fetched(task, self._board.fetch(fut))
+                case WarmTag():
+                    self._stored(task.slot, self._board.fetch(fut), raise_=False)
                 case PrepTag() | SaveTag():
                     out = self._board.fetch(fut)
                     failed = self._placements.prepared(task, out)
@@ -326,7 +353,7 @@ class DaskRuntime:
             warn(f"trial {t.tid}: {first.refused}")
         done = bool(info.pop("done", False))
         if first.best is not None:
-            self._bests.offer(t.tid, first.best, metric)
+            self._placements.keep(t, first.best, t.slots[0], best=metric)
         now = self.clock.now()
         wall = now - t.t_exec
         step = max(o.step for o in t.outs.values())
@@ -334,7 +361,7 @@ class DaskRuntime:
         seconds, startup = (work, max(0.0, wall - work)) if t.starting else (wall, 0.0)
         t.reported = first.epoch
         if first.ckpt is not None:
-            t.note_ckpt(first.ckpt)
+            self._placements.keep(t, first.ckpt, t.slots[0])
         move(t, "report")
         t.futures, t.outs = {}, {}
         result = events.Result(
@@ -401,7 +428,7 @@ class DaskRuntime:
         }  # fmt: skip
         gone, added = self._slots.sync(workers)
         for s in added:  # torch's import takes seconds: done before a trial waits for it
-            self._board.submit(_worker.warm, slot=s, tag=WarmTag(), name="hs-warm")
+            self._board.submit(_worker.warm, self._directory, slot=s, tag=WarmTag(), name="hs-warm")
         if not gone and not added:
             return []
         held = {s.addr: (s.name, s.memory_limit, s.tenant) for s in gone if s.tenant is not None}
@@ -439,6 +466,28 @@ class DaskRuntime:
                     "(LocalCluster's memory_limit=) or make the trial smaller", t.reported,
                 )  # fmt: skip
         return out
+
+    def _probe_stores(self) -> None:
+        """Ask every worker which store its checkpoint folder is (see :meth:`_stored`)."""
+        try:
+            seen = self._client.run(_worker.store, self._directory, on_error="return")
+        except Exception:  # noqa: BLE001 - unreachable now: each worker's warm-up says later
+            return
+        for s in self._slots.all():
+            if s.addr in seen:
+                self._stored(s, seen[s.addr], raise_=True)
+
+    def _stored(self, slot: Slot, found, *, raise_: bool) -> None:
+        """Note the store ``slot``'s worker ``found`` under the checkpoint folder. A URL
+        (``://``) is meant to be one store for every host: a worker that finds another, or
+        cannot reach it, is one line (raised before anything starts, or warned of)."""
+        if isinstance(found, str):
+            slot.store = found
+        problem = _store_problem(self._directory, self._home, slot, found)
+        if problem is not None and raise_:
+            raise ConfigError(problem)
+        if problem is not None:
+            warn(problem)
 
     def _scale(self, workers: int) -> None:
         cluster = getattr(self._client, "cluster", None)
@@ -493,6 +542,41 @@ def _stuck(running: float, longest: float) -> bool:
     most ``longest`` so far, look stuck? When it has run 5 × that and 5 s at least (a trial
     with no epoch yet has no measure: never)."""
     return longest > 0 and running > max(5 * longest, 5.0)
+
+
+def _home_store(directory: str) -> str:
+    """The store_id of ``directory`` on this kernel's host: one line if it cannot be made."""
+    try:
+        return store_id(directory)
+    except OSError as exc:
+        raise ConfigError(
+            f"checkpoint_dir {directory!r} cannot be written from this kernel "
+            f"({type(exc).__name__}: {exc}): give a folder or URL it can write"
+        ) from None
+
+
+def _store_problem(directory: str, home: str, slot: Slot, found) -> str | None:
+    """What is wrong with the store ``slot``'s worker ``found`` under ``directory``
+    (a store_id, a Failed or an exception), given this kernel's ``home``; None if nothing."""
+    import socket
+
+    from distributed.comm import get_address_host
+
+    there = f"worker {slot.name} (host {get_address_host(slot.addr)})"
+    here = f"this kernel (host {socket.gethostname()})"
+    if not isinstance(found, str):
+        why = found.error if isinstance(found, Failed) else f"{type(found).__name__}: {found}"
+        return (
+            f"checkpoint_dir {directory!r} cannot be written from {there}, though {here} "
+            f"writes it ({why}): give every worker a folder it can write"
+        )
+    if "://" in directory and found != home:
+        return (
+            f"checkpoint_dir {directory!r} is not one store for every host: {there} finds "
+            f"other files there than {here}: give a URL every host reaches (a bucket, a "
+            "shared mount), or a local folder, whose checkpoints then travel through Dask"
+        )
+    return None
 
 
 def _gib(size: int) -> str:

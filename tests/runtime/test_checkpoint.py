@@ -12,7 +12,10 @@ from hypersched_nb.runtime.checkpoint import (
     checkpoint_url,
     load_checkpoint,
     prune_checkpoints,
+    read_files,
     save_checkpoint,
+    store_id,
+    write_files,
 )
 
 
@@ -165,3 +168,28 @@ def test_a_sidecar_without_a_checksum_makes_the_checkpoint_untrusted_in_one_line
     assert problem in message and "\n" not in message
     assert message.endswith("; pass the SHA-256 it was saved with, or save the checkpoint again")
     assert load_checkpoint(url, saved.sha256)["epoch"] == 4  # as the message says
+
+
+def test_processes_that_share_a_disk_name_the_same_store_and_other_disks_another(tmp_path):
+    here = store_id(str(tmp_path / "run"))
+    assert store_id(str(tmp_path / "run")) == here  # asked again, or by another process
+    assert store_id(str(tmp_path / "elsewhere")) != here  # another disk under another name
+    assert store_id("memory://hs-store/run") != here
+
+
+def test_a_checkpoint_records_its_store_and_its_files_rebuild_it_on_another_disk(tmp_path):
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    url = checkpoint_url(a, 1, 2)
+    info = save_checkpoint(_state(), url, epoch=2, store=store_id(a))
+    assert info.store == store_id(a)
+    files = read_files(url)  # the checkpoint and its sidecar, by URL
+    assert set(files) == {url, f"{url}.json"}
+    moved = {k.replace(a, b): v for k, v in files.items()}
+    write_files(moved)
+    back = load_checkpoint(url.replace(a, b))  # checked against the sidecar that came along
+    assert torch.equal(back["model"]["w"], _state()["model"]["w"])
+
+
+def test_reading_a_checkpoint_that_is_not_there_is_a_checkpoint_error(tmp_path):
+    with pytest.raises(CheckpointError, match="is missing"):
+        read_files(checkpoint_url(str(tmp_path), 1, 2))

@@ -183,6 +183,35 @@ def test_a_trial_paused_and_resumed_elsewhere_ends_with_the_weights_of_straight_
     ]  # identical weights, epoch by epoch
 
 
+def test_workers_whose_disk_is_not_the_kernels_send_their_checkpoints_here(client, tmp_path):
+    """The workers are told their checkpoint folder is another store than this kernel's (a
+    host with a disk of its own; the real thing is in tests/hosts): every checkpoint they
+    write is copied here through Dask, and a trial resumed elsewhere is sent its bytes."""
+    folder = tmp_path / "a"
+
+    def elsewhere(directory):
+        from hypersched_nb.runtime import _worker
+
+        _worker._STORES[directory] = "another-disk"
+
+    client.run(elsewhere, str(folder))
+    try:
+        _, _, moved = search(client, folder, Scripted(pause_after={0: 3}), [{"lr": 0.05}],
+                             max_epochs=6)  # fmt: skip
+    finally:
+        client.run(lambda: __import__("hypersched_nb.runtime._worker")
+                   .runtime._worker._STORES.clear())  # fmt: skip
+    _, _, straight = search(client, tmp_path / "b", Scripted(), [{"lr": 0.05}], max_epochs=6)
+    first, second = moved.placements[0]
+    assert first != second
+    assert [r.info["digest"] for r in moved.results(0)] == [
+        r.info["digest"] for r in straight.results(0)
+    ]
+    last = moved.runtime.checkpoint(0)
+    assert last.epoch >= 3 and last.store == "another-disk"  # known here once copied here
+    assert moved.runtime.best_checkpoint() is not None
+
+
 def test_a_trainable_that_raises_is_errored_with_its_traceback_and_the_rest_go_on(client, tmp_path):
     configs = [{"lr": 0.05}, {"lr": 0.05, "fail_at": 2}, {"lr": 0.02}]
     driver, _, rec = search(client, tmp_path, create("random", max_epochs=3), configs, max_epochs=3)

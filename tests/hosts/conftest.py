@@ -1,0 +1,140 @@
+"""Several hosts on this machine: a Dask scheduler in this network namespace and one worker
+per "host", each in a network namespace of its own.
+
+Each host's namespace is joined to a bridge here by a veth pair, on a /24 of 10.213.0.0/16
+that no other address shares: traffic stays between this namespace and those. Each worker
+also runs in a mount namespace of its own, with a private tmpfs over the search's
+checkpoint folder: every host, and this kernel, sees a different disk under the same path,
+so the code cannot reach another host's files by path. Cutting a host's link
+(:meth:`Hosts.cut`) takes its veth down.
+
+Needs root and ``ip``, ``unshare`` and ``mount``; the tests skip, saying which is missing,
+where they are not there. Everything made is removed after the test, and any leftover of an
+earlier run with the same names before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+def _missing() -> str | None:
+    """Why the hosts cannot be made here (None: they can)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return "several hosts need root, to make network namespaces"
+    for tool in ("ip", "unshare", "mount"):
+        if shutil.which(tool) is None:
+            return f"several hosts need `{tool}`, which is not on PATH"
+    return None
+
+
+def _ip(*args: str, check: bool = True) -> None:
+    subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
+
+
+@dataclass
+class Hosts:
+    """The scheduler's address, each host's worker name and address, and the checkpoint
+    folder every host (and this kernel) has a disk of its own under."""
+
+    scheduler: str
+    names: list[str]
+    addresses: list[str]
+    folder: Path
+    _links: list[str]
+
+    def cut(self, host: int) -> None:
+        """Take host ``host``'s link down: its worker can no longer be reached."""
+        _ip("link", "set", self._links[host], "down")
+
+
+def _start_hosts(count: int, tag: str, subnet: int):
+    bridge, base = f"hsb{tag}", f"10.213.{subnet}"
+    links = [f"hsv{tag}{i}" for i in range(count)]
+    spaces = [f"hs-{tag}-{i}" for i in range(count)]
+    _clean(bridge, links, spaces)
+    _ip("link", "add", bridge, "type", "bridge")
+    _ip("addr", "add", f"{base}.1/24", "dev", bridge)
+    _ip("link", "set", bridge, "up")
+    for i, (link, space) in enumerate(zip(links, spaces, strict=True)):
+        _ip("netns", "add", space)
+        _ip("link", "add", link, "type", "veth", "peer", "name", "hs0", "netns", space)
+        _ip("link", "set", link, "master", bridge, "up")
+        _ip("-n", space, "addr", "add", f"{base}.{10 + i}/24", "dev", "hs0")
+        _ip("-n", space, "link", "set", "hs0", "up")
+        _ip("-n", space, "link", "set", "lo", "up")
+    return bridge, base, links, spaces
+
+
+def _clean(bridge: str, links: list[str], spaces: list[str]) -> None:
+    for space in spaces:
+        _ip("netns", "del", space, check=False)
+    for link in [*links, bridge]:
+        _ip("link", "del", link, check=False)
+
+
+@pytest.fixture
+def hosts(tmp_path, request):
+    """Three hosts (``@pytest.mark.parametrize("hosts", [n], indirect=True)`` for n)."""
+    missing = _missing()
+    if missing is not None:
+        pytest.skip(missing)
+    with running_hosts(getattr(request, "param", 3), tmp_path) as made:
+        yield made
+
+
+@contextlib.contextmanager
+def running_hosts(count: int, tmp_path: Path):
+    """``count`` hosts and a scheduler, their logs and checkpoint folder under ``tmp_path``."""
+    tag, subnet = f"{os.getpid() % 100000}", 10 + os.getpid() % 240
+    folder = tmp_path / "search"
+    folder.mkdir()
+    dask = str(Path(sys.executable).with_name("dask"))
+    bridge, base, links, spaces = _start_hosts(count, tag, subnet)
+    scheduler = f"tcp://{base}.1:8786"
+    env = dict(
+        os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="hs0",
+        DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL="15s",
+    )  # fmt: skip
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    procs = []
+
+    def spawn(cmd: list[str], name: str) -> None:
+        out = open(logs / f"{name}.log", "wb")
+        procs.append((subprocess.Popen(cmd, env=env, stdout=out, stderr=out), out))
+
+    try:
+        spawn([dask, "scheduler", "--host", f"{base}.1", "--port", "8786", "--no-dashboard"],
+              "scheduler")  # fmt: skip
+        names = [f"host-{i}" for i in range(count)]
+        for i, space in enumerate(spaces):
+            worker = (
+                f"mount -t tmpfs -o size=256m,mode=0700 hs {folder} && exec {dask} worker "
+                f"{scheduler} --host {base}.{10 + i} --nthreads 1 --no-nanny --no-dashboard "
+                f"--name {names[i]}"
+            )
+            spawn(["ip", "netns", "exec", space, "unshare", "--mount", "--propagation",
+                   "private", "sh", "-c", worker], names[i])  # fmt: skip
+        yield Hosts(scheduler, names, [f"{base}.{10 + i}" for i in range(count)], folder, links)
+    finally:
+        for proc, _ in reversed(procs):  # the workers, then the scheduler
+            proc.terminate()
+        end = time.monotonic() + 5  # then killed: a worker importing torch ignores SIGTERM
+        for proc, out in reversed(procs):
+            try:
+                proc.wait(timeout=max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            out.close()
+        _clean(bridge, links, spaces)
