@@ -189,8 +189,8 @@ def test_a_host_cut_off_mid_search_loses_no_completed_work(hosts):
 
 
 def cut_when_training(watch: Client, hosts, host: int) -> None:
-    """Cut ``host``'s link once its worker trains a trial's second epoch or later (so
-    that the trial has a checkpoint to resume from)."""
+    """Cut ``host``'s link once its worker trains a trial this kernel holds a checkpoint of
+    (copied from that host), so that there is one to resume from."""
     address = next(
         a for a, w in watch.scheduler_info(n_workers=-1)["workers"].items()
         if w["name"] == hosts.names[host]
@@ -198,7 +198,8 @@ def cut_when_training(watch: Client, hosts, host: int) -> None:
     end = time.monotonic() + 60
     while time.monotonic() < end:
         keys = watch.processing(workers=[address]).get(address, [])
-        if any(str(k).startswith("hs-epoch-") for k in keys):
+        trials = [int(str(k).split("-")[2]) for k in keys if str(k).startswith("hs-epoch-")]
+        if any(list(hosts.folder.glob(f"trial-{tid:05d}/epoch-*.pt")) for tid in trials):
             hosts.cut(host)
             return
         time.sleep(0.05)
