@@ -74,6 +74,8 @@ from hypersched_nb.runtime.checkpoint import (
 
 __all__ = ["DaskRuntime"]
 
+_IN_FLIGHT = (Phase.TRAINING, Phase.AHEAD)  # phases in which a task of the trial trains
+
 
 class DaskRuntime:
     """Trains ``trainable`` (a class or any zero-argument factory of trainables) on the
@@ -105,6 +107,7 @@ class DaskRuntime:
         group_timeout: float = 120.0,
         poll: float = 5.0,
         fetch_timeout: float = 10.0,
+        batch_seconds: float = 1.0,
     ):
         if not callable(trainable):
             raise ConfigError(
@@ -114,6 +117,7 @@ class DaskRuntime:
             ("task_timeout", task_timeout),
             ("group_timeout", group_timeout),
             ("poll", poll),
+            ("batch_seconds", batch_seconds),
         ):
             if value is not None and not value > 0:
                 raise ConfigError(f"`{name}` is {value}, but must be > 0")
@@ -133,7 +137,7 @@ class DaskRuntime:
         self._placements = Placements(
             self._board, self._slots, clock, factory=trainable, seed=seed,
             group_timeout=group_timeout, directory=directory, overhead=checkpoint_overhead,
-            bests=self._bests,
+            bests=self._bests, batch_seconds=batch_seconds,
         )  # fmt: skip
         self._trials = self._placements.trials
         self._events: list[Event] = []  # found while executing; handed out by the next advance
@@ -155,6 +159,7 @@ class DaskRuntime:
         match ins:
             case events.Continue():
                 self._placements.step(ins.trial_id)
+                self._events += self._report_early(ins.trial_id)
             case events.Start():
                 self._placements.start(ins)
             case events.Resize():
@@ -270,8 +275,12 @@ class DaskRuntime:
         fut = task.future
         try:
             match task.tag:
-                case EpochTag() as tag if not task.heard:  # heard: its event said it already
-                    return self._on_epoch(tag, self._board.fetch(fut), fut)
+                case EpochTag() as tag if task.heard < tag.epochs and self._current(tag):
+                    out = self._board.fetch(fut)  # some epoch may not have come by event
+                    found = []
+                    for one in out if type(out) is tuple else (out,):
+                        found += self._on_epoch(tag, one, fut)
+                    return found
                 case PrepTag() | SaveTag():
                     out = self._board.fetch(fut)
                     failed = self._placements.prepared(task, out)
@@ -287,20 +296,47 @@ class DaskRuntime:
             return []
         return self._on_epoch(task.tag, report.outcome, task.future)
 
-    def _on_epoch(self, tag: EpochTag, out: Epoch | Failed | None, fut) -> list[Event]:
+    def _current(self, tag: EpochTag) -> bool:
+        """Is ``tag`` the task in flight of its trial (not one of a placement that was
+        stopped, lost or replaced, nor an older task)?"""
         t = self._trials[tag.trial_id]
-        if tag.token != t.token or tag.seq != t.seq or t.phase is not Phase.TRAINING:
-            return []  # an epoch of a placement that was stopped, lost or replaced
+        return tag.token == t.token and tag.seq == t.seq and t.phase in _IN_FLIGHT
+
+    def _on_epoch(self, tag: EpochTag, out: Epoch | Failed | None, fut) -> list[Event]:
+        """One epoch's outcome, by event or from the task's result: reported if it is the
+        next epoch, kept for later if the driver is still deciding on the one before
+        (AHEAD), dropped if it was heard already."""
+        if not self._current(tag):
+            return []
+        t = self._trials[tag.trial_id]
         if out is None:
             found = self._sync_members()
             if tag.token != t.token:
                 return found  # its worker left: reported as lost
             return [*found, self._fail(t, self._board.describe(fut))]
+        if (type(out) is Epoch and out.epoch != t.expected) or Failed in map(type, t.early):
+            return []  # heard already: by its event, and now in the task's result
+        t.t_launch = self.clock.now()  # the next epoch of a batch starts now: timed from here
+        if t.phase is Phase.AHEAD:
+            t.early.append(out)
+            return []
         if type(out) is Failed:
             return [self._fail(t, out.error)]
         t.outs[tag.rank] = out
         if len(t.outs) < len(t.slots):
             return []
+        return self._result(t)
+
+    def _report_early(self, tid: int) -> list[Event]:
+        """After a Continue: the next epoch of the trial's batch, if it was heard while the
+        driver decided (handed out by the next advance, one per decision)."""
+        t = self._trials.get(tid)
+        if t is None or t.phase is not Phase.TRAINING or not t.early:
+            return []
+        out = t.early.pop(0)
+        if type(out) is Failed:
+            return [self._fail(t, out.error)]
+        t.outs[0] = out
         return self._result(t)
 
     def _result(self, t: LiveTrial) -> list[Event]:
@@ -330,13 +366,17 @@ class DaskRuntime:
         now = self.clock.now()
         wall = now - t.t_exec
         step = max(o.step for o in t.outs.values())
-        t.longest, work = max(t.longest, step), step + first.write
+        t.longest, t.step, work = max(t.longest, step), step, step + first.write
         seconds, startup = (work, max(0.0, wall - work)) if t.starting else (wall, 0.0)
-        t.reported = first.epoch
+        t.reported, t.t_exec, t.starting = first.epoch, now, False
         if first.ckpt is not None:
             t.note_ckpt(first.ckpt)
-        move(t, "report")
-        t.futures, t.outs = {}, {}
+        t.left -= 1
+        ahead = t.left > 0 and not done and first.unsaved is None
+        move(t, "report_ahead" if ahead else "report")
+        t.outs = {}
+        if not ahead:
+            t.futures, t.left = {}, 0
         result = events.Result(
             t.tid, t.reported, metric, now, seconds, len(t.slots), startup, done, info or None
         )

@@ -14,12 +14,13 @@ from hypersched_nb.errors import InvalidTransition
 from hypersched_nb.runtime._live import TRANSITIONS, LiveTrial, Phase, move
 from hypersched_nb.runtime.checkpoint import Checkpoint
 
-IDLE, QUEUED, PREPARING, TRAINING, READY = (
+IDLE, QUEUED, PREPARING, TRAINING, READY, AHEAD = (
     Phase.IDLE,
     Phase.QUEUED,
     Phase.PREPARING,
     Phase.TRAINING,
     Phase.READY,
+    Phase.AHEAD,
 )
 
 #: every legal move, written out: (from, move) -> to
@@ -31,11 +32,15 @@ LEGAL = {
     (QUEUED, "vacate"): IDLE,  # stopped, or no workers are on their way: reported lost
     (PREPARING, "launch"): TRAINING,  # all it waited for is done: build, train an epoch
     (PREPARING, "vacate"): IDLE,  # stopped, failed, or a worker left
-    (TRAINING, "report"): READY,  # every rank answered: a Result
+    (TRAINING, "report"): READY,  # every rank answered: a Result; its task is over
+    (TRAINING, "report_ahead"): AHEAD,  # an epoch of a batch that trains on: a Result
     (TRAINING, "vacate"): IDLE,  # failed, timed out, or a worker left
     (READY, "continue"): TRAINING,  # one more epoch where it is
     (READY, "resize"): PREPARING,  # hand over to another set of workers
     (READY, "vacate"): IDLE,  # paused (checkpointed first) or stopped
+    (AHEAD, "continue"): TRAINING,  # its batch trains on: no task sent
+    (AHEAD, "resize"): PREPARING,  # the batch halted, handed over with the known checkpoint
+    (AHEAD, "vacate"): IDLE,  # the batch halted; paused from the known checkpoint, or stopped
 }
 MOVES = sorted({m for _, m in LEGAL})
 
