@@ -69,7 +69,7 @@ def batch_size(step: float, *, seconds: float, most: int) -> int:
     seconds as ``seconds`` holds, between 1 and ``most`` (1 with no measure yet)."""
     if not step > 0:
         return 1
-    return max(1, min(most, int(seconds // step)))
+    return max(1, min(most, int(seconds / step)))
 
 
 class LiveTrial:

@@ -59,7 +59,9 @@ class Placements:
         self._dir, self._overhead, self._bests = directory, overhead, bests
         self.trials: dict[int, LiveTrial] = {}
         self._queued: list[int] = []  # trials started while too few slots were free
-        self._count = itertools.count(1)  # placement tokens
+        # placement tokens, unique to this board: a late task of another search on the same
+        # cluster (its release, its batch's halt) never touches a trial with the same id here
+        self._count = itertools.count((int(board.id, 16) << 20) + 1)
 
     def trial_seed(self, trial_id: int) -> int:
         """``ctx.seed`` of trial ``trial_id``: the runtime's seed and the trial id, mixed."""
@@ -92,7 +94,7 @@ class Placements:
             return  # lost meanwhile: the WorkersChanged that says so is already on its way
         ahead = t.phase is Phase.AHEAD
         move(t, "continue")
-        if ahead:
+        if ahead and t.left > 0:
             return  # its batch trains on
         t.seq += 1
         n = 1

@@ -276,11 +276,7 @@ class DaskRuntime:
         try:
             match task.tag:
                 case EpochTag() as tag if task.heard < tag.epochs and self._current(tag):
-                    out = self._board.fetch(fut)  # some epoch may not have come by event
-                    found = []
-                    for one in out if type(out) is tuple else (out,):
-                        found += self._on_epoch(tag, one, fut)
-                    return found
+                    return self._on_task(tag, self._board.fetch(fut), fut)
                 case PrepTag() | SaveTag():
                     out = self._board.fetch(fut)
                     failed = self._placements.prepared(task, out)
@@ -301,6 +297,20 @@ class DaskRuntime:
         stopped, lost or replaced, nor an older task)?"""
         t = self._trials[tag.trial_id]
         return tag.token == t.token and tag.seq == t.seq and t.phase in _IN_FLIGHT
+
+    def _on_task(self, tag: EpochTag, out, fut) -> list[Event]:
+        """An epoch task's result, some of whose epochs no event brought: those epochs
+        (a batch's tuple, or one outcome). A batch that returned is over: if it ended
+        before the epoch its trial waits for, the trial fails rather than wait for ever."""
+        found = []
+        for one in out if type(out) is tuple else (out,):
+            found += self._on_epoch(tag, one, fut)
+        t = self._trials[tag.trial_id]
+        if type(out) is tuple and self._current(tag):
+            t.left = len(t.early)  # no epoch more comes from it
+            if t.phase is Phase.TRAINING:
+                found.append(self._fail(t, f"its batch ended before epoch {t.expected}"))
+        return found
 
     def _on_epoch(self, tag: EpochTag, out: Epoch | Failed | None, fut) -> list[Event]:
         """One epoch's outcome, by event or from the task's result: reported if it is the
