@@ -36,7 +36,8 @@ class Placements:
     """The trials of one runtime on ``slots``, their tasks on ``board``. ``factory``,
     ``seed`` and ``group_timeout`` build the replicas; ``directory``, ``overhead`` and
     ``bests`` say how rank 0 writes checkpoints and the best weights; ``batch_seconds`` and
-    ``max_batch`` how many epochs a single-worker trial trains per task."""
+    ``max_batch`` how many epochs a single-worker trial trains per task, never past
+    ``max_epochs`` (where the driver completes a trial; None: not known)."""
 
     def __init__(
         self,
@@ -52,9 +53,11 @@ class Placements:
         bests: BestWeights,
         batch_seconds: float = 1.0,
         max_batch: int = 64,
+        max_epochs: int | None = None,
     ):
         self._board, self._slots, self._clock = board, slots, clock
         self._batch_seconds, self._max_batch = batch_seconds, max_batch
+        self._max_epochs = max_epochs
         self._factory, self._seed, self._group_timeout = factory, seed, group_timeout
         self._dir, self._overhead, self._bests = directory, overhead, bests
         self.trials: dict[int, LiveTrial] = {}
@@ -100,6 +103,8 @@ class Placements:
         n = 1
         if len(t.slots) == 1:
             n = batch_size(t.step, seconds=self._batch_seconds, most=self._max_batch)
+            if self._max_epochs is not None:
+                n = max(1, min(n, self._max_epochs - t.reported))
         for rank, slot in enumerate(t.slots):
             save = self._save_spec(t) if rank == 0 else None
             tag = EpochTag(tid, t.token, rank, t.seq, n)

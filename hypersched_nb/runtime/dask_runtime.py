@@ -89,7 +89,11 @@ class DaskRuntime:
     the share of training time that per-epoch checkpoints may cost (see ``_worker``);
     ``group_timeout`` bounds a ``torch.distributed`` rendezvous and collective; ``poll`` is
     the period of the scheduler poll that backs up its worker events; ``fetch_timeout``
-    bounds reading a task's result (its worker may have died since it finished).
+    bounds reading a task's result (its worker may have died since it finished);
+    ``batch_seconds`` is how much training a single-worker trial does per task, in whole
+    epochs of its last measured length (at least one, at most 64); ``max_epochs``, where
+    the driver completes every trial, is where no batch goes past (None: not known, and a
+    completed trial's batch may train one epoch more before it halts).
     """
 
     def __init__(
@@ -108,6 +112,7 @@ class DaskRuntime:
         poll: float = 5.0,
         fetch_timeout: float = 10.0,
         batch_seconds: float = 1.0,
+        max_epochs: int | None = None,
     ):
         if not callable(trainable):
             raise ConfigError(
@@ -123,6 +128,8 @@ class DaskRuntime:
                 raise ConfigError(f"`{name}` is {value}, but must be > 0")
         if mode not in ("max", "min"):
             raise ConfigError(f"`mode` is {mode!r}, but must be 'max' or 'min'")
+        if max_epochs is not None and not max_epochs >= 1:
+            raise ConfigError(f"`max_epochs` is {max_epochs}, but must be >= 1 (or None)")
         if not checkpoint_overhead >= 0:
             raise ConfigError(f"`checkpoint_overhead` is {checkpoint_overhead}, but must be >= 0")
         self._client, self.clock, self.metric = client, clock, metric
@@ -137,7 +144,7 @@ class DaskRuntime:
         self._placements = Placements(
             self._board, self._slots, clock, factory=trainable, seed=seed,
             group_timeout=group_timeout, directory=directory, overhead=checkpoint_overhead,
-            bests=self._bests, batch_seconds=batch_seconds,
+            bests=self._bests, batch_seconds=batch_seconds, max_epochs=max_epochs,
         )  # fmt: skip
         self._trials = self._placements.trials
         self._events: list[Event] = []  # found while executing; handed out by the next advance
