@@ -72,7 +72,7 @@ def _plain(config: dict, epochs: int) -> None:
 
 
 def through_hypersched(
-    client, config: dict, epochs: int, *, journal: bool = False
+    client, config: dict, epochs: int, *, journal: bool = False, batch_seconds: float = 1.0
 ) -> tuple[float, int]:
     """Seconds the search takes from ``driver.run()`` to its return; with ``journal``, its
     inputs and decisions are written to a journal as a live Experiment writes them."""
@@ -88,6 +88,7 @@ def through_hypersched(
         runtime = DaskRuntime(
             TinyRegression, client=client, clock=clock, metric="loss", checkpoint_dir=ckpt,
             max_epochs=epochs,  # as an Experiment does: no batch trains past the last epoch
+            batch_seconds=batch_seconds,
         )  # fmt: skip
         offers = iter([config])
         writer = JournalWriter(f"{ckpt}/journal.jsonl") if journal else None
@@ -143,6 +144,7 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--work", choices=("duration", "fixed"), default="duration")
+    p.add_argument("--batch-seconds", type=float, default=1.0)  # DaskRuntime's default
     p.add_argument("--plain", help=argparse.SUPPRESS)  # internal: run the plain loop here
     args = p.parse_args()
     if args.plain is not None:
@@ -170,7 +172,9 @@ def main() -> None:
             for _ in range(args.repeats):
                 plain.append(plain_loop(config, epochs))
                 for journal, times in ((False, dask), (True, journaled)):
-                    took, trained = through_hypersched(client, config, epochs, journal=journal)
+                    took, trained = through_hypersched(
+                        client, config, epochs, journal=journal, batch_seconds=args.batch_seconds
+                    )
                     assert trained == epochs, f"trained {trained} of {epochs} epochs"
                     times.append(took)
             a, b = statistics.median(plain), statistics.median(dask)

@@ -16,6 +16,14 @@ its workers). An epoch task also logs what it returns
 as an event on the runtime's topic just before returning it, so that the client hears of
 it one hop sooner. What the tasks take and return is in :mod:`hypersched_nb.runtime._messages`.
 
+Batches (:func:`steps`): a single-worker trial with short epochs trains several per task and
+logs each epoch's event as it ends. The client ends a batch early with :func:`halt`, a flag
+set out of band (``Client.run`` runs it in the worker's event loop, not behind the task),
+read at every epoch boundary and forgotten with the replica. Pruning rule: a checkpoint is
+deleted only by a later task of its trial, which keeps the one the client names in
+``SaveSpec.keep``; so whichever epoch of a batch the client last heard of, its checkpoint is
+still there to resume from.
+
 Checkpoint rule (rank 0 only): after an epoch, write one when the last write took at most
 ``overhead`` × the training seconds since it (the first epoch always writes, to measure).
 Cheap states are thus written every epoch, and large ones often enough that writing never
@@ -395,14 +403,16 @@ def _due(rep: _Replica, overhead: float) -> bool:
 
 
 def _write(rep: _Replica, save: SaveSpec, written: set[str] | None = None) -> Checkpoint:
-    """Checkpoint the replica now; delete the trial's others but ``save.keep`` and those of
-    ``written`` (the batch's, which it joins: one the client may still resume from)."""
+    """Checkpoint the replica now, noting it in ``written`` (the batch's so far); the task's
+    first write deletes the trial's others but ``save.keep``, and a later write of the same
+    batch none (each is one the client may still resume from)."""
     t0 = time.perf_counter()
     url = checkpoint_url(save.dir, rep.trial_id, rep.epochs)
     info = save_checkpoint(rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep))
-    keep = {url} if written is None else written
-    keep.add(url)
-    prune_checkpoints(save.dir, rep.trial_id, keep if save.keep is None else {*keep, save.keep})
+    if not written:
+        prune_checkpoints(save.dir, rep.trial_id, {url} if save.keep is None else {url, save.keep})
+    if written is not None:
+        written.add(url)
     rep.write_cost, rep.since_write = time.perf_counter() - t0, 0.0
     return info
 

@@ -14,6 +14,26 @@ checkpoints (:mod:`hypersched_nb.runtime.checkpoint`):
   workers (rendezvous on a free port of rank 0's host) and trains one epoch;
 - ``Pause`` checkpoints (unless current) and frees the workers; ``Stop`` frees them.
 
+Short epochs: a single-worker trial trains a batch of epochs per task, as many of its last
+epoch's ``step()`` seconds as ``batch_seconds`` holds (1 s by default; at most 64, never
+past ``max_epochs``), since dispatching a task costs 10-14 ms, a tenth of a 0.1 s epoch;
+one-second epochs keep one per task. Every epoch of a batch is still reported to the
+driver as a ``Result`` of its own, in order, exactly once (its event comes as it ends; the
+driver decides on it while the batch trains on). A trial on k > 1 workers keeps one epoch
+per task: its ranks would otherwise have to agree at every boundary through their process
+group.
+
+How late a decision can come: a Pause, Stop or Resize decided on epoch e's result of a
+batch takes effect at the end of the epoch the worker trains when the halt arrives
+(:func:`~hypersched_nb.runtime._worker.halt`, run out of band in the worker's event loop),
+normally e + 1: at most one epoch plus a round trip (measured: a stop on a 0.1 s epoch's
+result frees its worker 0.12 s later, see ``benchmarks/runtime_overhead.py``). That
+epoch's result is dropped, and the replica's state is never checkpointed then, since it may
+hold epochs not reported: the trial goes on from the last checkpoint it reported, training
+again, silently, the epochs since (a Resize does so on its old worker before handing over,
+so that each epoch is trained at the world size it was reported at). A decision on a
+batch's last epoch, or on any epoch of a one-epoch task, takes effect at once, as before.
+
 The weights of the search's best results are kept apart: an epoch whose metric beats the
 best known when it was sent is written by its worker, and the last two such records stay
 (:meth:`DaskRuntime.best_checkpoint`), so the best model can be loaded after the search.
@@ -37,8 +57,10 @@ keeps the best weights; what the client and the workers send each other is in
 Times in a ``Result``: ``startup`` is the wall time from the Start or Resize to the
 replicas being ready to train (queueing, checkpoints, process group, restore, replay);
 ``seconds`` is the epoch's training (and checkpoint) time on the workers after a start, or
-the whole wall time of the epoch (dispatch included) after a Continue, so that
-``seconds + startup`` is always the time the trial held its workers for that epoch.
+the whole wall time of the epoch (dispatch included) after a Continue, from the Continue or,
+within a batch, from the previous report, so that ``seconds + startup`` is always the time
+the trial held its workers for that epoch. ``task_timeout`` and the stuck-step warning
+count from the previous report too: they bound one epoch, not a batch.
 Nothing here decides anything: the driver does.
 """
 
@@ -85,7 +107,7 @@ class DaskRuntime:
     entry that is true ends the trial) and ``mode`` ("max" or "min") which way is better;
     ``checkpoint_dir`` is a folder (made absolute here) or an fsspec URL that every worker
     can reach; ``seed`` and the trial id give each trial's ``ctx.seed``;
-    ``task_timeout`` bounds one epoch (seconds; None: no bound); ``checkpoint_overhead`` is
+    ``task_timeout`` bounds one epoch, also within a batch (seconds; None: no bound); ``checkpoint_overhead`` is
     the share of training time that per-epoch checkpoints may cost (see ``_worker``);
     ``group_timeout`` bounds a ``torch.distributed`` rendezvous and collective; ``poll`` is
     the period of the scheduler poll that backs up its worker events; ``fetch_timeout``

@@ -286,3 +286,15 @@ def test_a_batch_writes_the_best_weights_only_of_epochs_that_beat_the_batch_so_f
     batch = _worker.steps(0, 1, SaveSpec(str(tmp_path), 0.0, best=BestBar("loss", -1.0, None)), 3)
     # the first epoch clears an empty bar; the next two merely equal it
     assert [e.best is not None for e in batch] == [True, False, False]
+
+
+def test_a_rewind_checkpoints_the_epochs_reported_when_the_replica_ran_ahead(tmp_path):
+    _worker.start(_spec(tmp_path, tid=1), None, None)
+    straight = [_worker.step(1, 1, None) for _ in range(3)][-1]  # epoch 4, trained straight
+    first = _worker.start(_spec(tmp_path, overhead=math.inf), None, None)
+    _worker.steps(0, 1, SaveSpec(str(tmp_path), 0.0, keep=first.ckpt.url), 5)  # ran to 6
+    # 3 epochs reported, the checkpoint of epoch 1 known: rebuild, train 2 and 3 again
+    out = _worker.rewind(_spec(tmp_path, token=2, replay=2), first.ckpt, rendezvous=False)
+    assert type(out) is Handover and out.ckpt.epoch == 3 and _worker.resident() == {}
+    back = _worker.start(_spec(tmp_path, token=3), out.ckpt, None)
+    assert back.epoch == 4 and back.metrics["digest"] == straight.metrics["digest"]
