@@ -8,7 +8,8 @@ spins:
 
 - :class:`Finished`: a task's future is done (its callback thread);
 - :class:`~hypersched_nb.runtime._messages.Report`: an epoch task's event on this board's
-  topic, carrying what the task is about to return, one hop sooner than its result
+  topic, carrying what the task is about to return (for a batch, each epoch as it ends),
+  one hop sooner than its result
   (``Worker.log_event`` then ``Client.subscribe_topic``; Dask's Pub/Sub is gone since
   2025.4);
 - :class:`MembersChanged`: the scheduler logged ``add-worker`` or ``remove-worker``.
