@@ -36,6 +36,7 @@ class Launch:
     metric: str
     mode: str
     seed: int
+    max_epochs: int | None = None  # where the driver completes a trial: no batch goes past
 
 
 class Session:
@@ -93,6 +94,7 @@ class Session:
             self.runtime = DaskRuntime(
                 launch.trainable, client=client, clock=self.clock, metric=launch.metric,
                 mode=launch.mode, checkpoint_dir=launch.checkpoint_dir, seed=launch.seed,
+                max_epochs=launch.max_epochs,
             )  # fmt: skip
         except BaseException:
             self.close()

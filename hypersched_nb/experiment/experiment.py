@@ -335,7 +335,13 @@ class Experiment:
         if session.live and self.checkpoint_dir is None:  # a fresh folder per search
             self.checkpoint_dir = session.run_folder()
         launch = Launch(
-            self.trainable, self.cluster, self.checkpoint_dir, self.metric, self.mode, self.seed
+            self.trainable,
+            self.cluster,
+            self.checkpoint_dir,
+            self.metric,
+            self.mode,
+            self.seed,
+            self.max_epochs,
         )
         runtime = session.connect(launch)
         try:

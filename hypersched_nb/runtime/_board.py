@@ -8,7 +8,8 @@ spins:
 
 - :class:`Finished`: a task's future is done (its callback thread);
 - :class:`~hypersched_nb.runtime._messages.Report`: an epoch task's event on this board's
-  topic, carrying what the task is about to return, one hop sooner than its result
+  topic, carrying what the task is about to return (for a batch, each epoch as it ends),
+  one hop sooner than its result
   (``Worker.log_event`` then ``Client.subscribe_topic``; Dask's Pub/Sub is gone since
   2025.4);
 - :class:`MembersChanged`: the scheduler logged ``add-worker`` or ``remove-worker``.
@@ -54,13 +55,15 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class EpochTag:
-    """Rank ``rank``'s part of epoch ``seq`` of placement ``token`` of a trial (a start or a
-    step): a late answer of an older placement or epoch is told apart by these."""
+    """Rank ``rank``'s part of task ``seq`` of placement ``token`` of a trial (a start, a
+    step, or a batch of at most ``epochs`` epochs): a late answer of an older placement or
+    task is told apart by these."""
 
     trial_id: int
     token: int
     rank: int
     seq: int
+    epochs: int = 1
     outlives_board: ClassVar[bool] = False
 
 
@@ -114,13 +117,14 @@ Tag = EpochTag | PrepTag | SaveTag | FetchTag | ReleaseTag | WarmTag
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    """A task on the board: its future, the slot it is pinned to, its tag, and whether its
-    outcome already came by event (an epoch's :class:`Report`)."""
+    """A task on the board: its future, the slot it is pinned to, its tag, and how many of
+    its epochs' outcomes already came by event (:class:`Report`): its result is read only
+    if some may not have."""
 
     future: object
     slot: Slot
     tag: Tag
-    heard: bool = False
+    heard: int = 0
 
 
 # ----------------------------------------------------------------------------- queue items
@@ -173,13 +177,28 @@ class TaskBoard:
         return self._tasks.pop(key, None)
 
     def hear(self, report: Report) -> Task | None:
-        """The epoch task ``report`` is about, now marked as heard (its result need not be
-        read); None if it is no longer on the board."""
+        """The epoch task ``report`` is about, with one more of its epochs heard (once all
+        are, its result need not be read); None if it is no longer on the board."""
         task = self._tasks.get(report.key)
         if task is None or type(task.tag) is not EpochTag:
             return None
-        self._tasks[report.key] = dataclasses.replace(task, heard=True)
+        self._tasks[report.key] = dataclasses.replace(task, heard=task.heard + 1)
         return task
+
+    def run_soon(self, fn, *args, slot: Slot) -> None:
+        """Run ``fn(*args)`` on ``slot``'s worker out of band: in its event loop, not behind
+        the task it is running (``Client.run``), and without waiting for it here (best
+        effort: a worker gone meanwhile is ignored)."""
+        client = self.client
+
+        async def run() -> None:
+            try:
+                await client.run(fn, *args, workers=[slot.addr], on_error="ignore",
+                                 asynchronous=True)  # fmt: skip
+            except Exception:  # noqa: BLE001, S110 - a worker gone meanwhile needs no halt
+                pass
+
+        client.loop.add_callback(run)
 
     def cancel(self, futures) -> None:
         futures = [f for f in futures if not f.done()]

@@ -11,6 +11,14 @@ Checkpoints and disks: the client's checkpoint folder is the ``home`` store. A c
 worker wrote elsewhere (a host with a disk of its own) is known to the client only once a
 task has copied it home (:data:`FetchTag`); a trial's next start waits for those copies,
 and a start on a worker whose disk lacks its checkpoint is sent the bytes with its task.
+
+A single-worker trial whose epochs are short trains a batch of them per task
+(:func:`~hypersched_nb.runtime._live.batch_size` of its last step's seconds); a trial on
+k > 1 workers trains one epoch per task, since its ranks would otherwise have to agree at
+every boundary through their process group. A batch that must end early (pause, stop,
+resize, failure, lost worker) is halted out of band and ends at its next epoch boundary;
+the replica's state is then never checkpointed, since it may hold epochs not reported: the
+trial goes on from the last checkpoint it knows of and trains the rest again, silently.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from hypersched_nb.runtime._board import (
     Task,
     TaskBoard,
 )
-from hypersched_nb.runtime._live import LiveTrial, Phase, move
+from hypersched_nb.runtime._live import LiveTrial, Phase, batch_size, move
 from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, StartSpec
 from hypersched_nb.runtime._slots import Slot, Slots
 from hypersched_nb.runtime.checkpoint import (
@@ -49,7 +57,9 @@ class Placements:
     """The trials of one runtime on ``slots``, their tasks on ``board``. ``factory``,
     ``seed`` and ``group_timeout`` build the replicas; ``directory``, ``overhead`` and
     ``bests`` say how rank 0 writes checkpoints and the best weights; ``home`` is the
-    store_id of ``directory`` on the client's own disk."""
+    store_id of ``directory`` on the client's own disk; ``batch_seconds`` and
+    ``max_batch`` how many epochs a single-worker trial trains per task, never past
+    ``max_epochs`` (where the driver completes a trial; None: not known)."""
 
     def __init__(
         self,
@@ -64,14 +74,21 @@ class Placements:
         overhead: float,
         bests: BestWeights,
         home: str,
+        batch_seconds: float = 1.0,
+        max_batch: int = 64,
+        max_epochs: int | None = None,
     ):
         self._board, self._slots, self._clock = board, slots, clock
+        self._batch_seconds, self._max_batch = batch_seconds, max_batch
+        self._max_epochs = max_epochs
         self._factory, self._seed, self._group_timeout = factory, seed, group_timeout
         self._dir, self._overhead, self._bests = directory, overhead, bests
         self._home = home
         self.trials: dict[int, LiveTrial] = {}
         self._queued: list[int] = []  # trials started while too few slots were free
-        self._count = itertools.count(1)  # placement tokens
+        # placement tokens, unique to this board: a late task of another search on the same
+        # cluster (its release, its batch's halt) never touches a trial with the same id here
+        self._count = itertools.count((int(board.id, 16) << 20) + 1)
 
     def trial_seed(self, trial_id: int) -> int:
         """``ctx.seed`` of trial ``trial_id``: the runtime's seed and the trial id, mixed."""
@@ -97,39 +114,63 @@ class Placements:
         self._place(t, slots)
 
     def step(self, tid: int) -> None:
-        """Train one more epoch where the trial is."""
+        """Train one more epoch where the trial is: the next of its batch in flight (no
+        task to send), or a new task of one epoch, or of a batch on a single worker."""
         t = self.trials.get(tid)
-        if t is None or t.phase is not Phase.READY:
+        if t is None or t.phase not in (Phase.READY, Phase.AHEAD):
             return  # lost meanwhile: the WorkersChanged that says so is already on its way
+        ahead = t.phase is Phase.AHEAD
         move(t, "continue")
+        if ahead and t.left > 0:
+            return  # its batch trains on
         t.seq += 1
+        n = 1
+        if len(t.slots) == 1:
+            n = batch_size(t.step, seconds=self._batch_seconds, most=self._max_batch)
+            if self._max_epochs is not None:
+                n = max(1, min(n, self._max_epochs - t.reported))
         for rank, slot in enumerate(t.slots):
             save = self._save_spec(t) if rank == 0 else None
-            t.futures[rank] = self._board.submit(
-                _worker.step, tid, t.token, save, self._board.topic,
-                slot=slot, tag=EpochTag(tid, t.token, rank, t.seq), name=f"hs-epoch-{tid}",
-            )  # fmt: skip
-        t.outs, t.starting = {}, False
+            tag = EpochTag(tid, t.token, rank, t.seq, n)
+            if n > 1:
+                fut = self._board.submit(
+                    _worker.steps, tid, t.token, save, n, self._board.topic,
+                    slot=slot, tag=tag, name=f"hs-epochs-{tid}",
+                )  # fmt: skip
+            else:
+                fut = self._board.submit(
+                    _worker.step, tid, t.token, save, self._board.topic,
+                    slot=slot, tag=tag, name=f"hs-epoch-{tid}",
+                )  # fmt: skip
+            t.futures[rank] = fut
+        t.outs, t.starting, t.batch, t.left = {}, False, n, n
         t.t_exec = t.t_launch = self._clock.now()
 
     def resize(self, tid: int, workers: int) -> bool:
         """Move the trial to ``workers`` slots, its own first. True if it was lost instead:
         one of its workers left unseen, so it is checkpointed and holds nothing."""
         t = self.trials.get(tid)
-        if t is None or t.phase is not Phase.READY:
+        if t is None or t.phase not in (Phase.READY, Phase.AHEAD):
             return False
         old, old_token = t.slots, t.token
         new = self._slots.take(tid, workers, keep=old)
         if new is None:
             self.vacate(t, save=True)
             return True
+        ahead = self._halt(t)
         t.token, t.t_exec = next(self._count), self._clock.now()
         self._slots.give_back(s for s in old if s not in new)
-        deps = {}
-        save = None if t.current else self._save_spec(t)
-        if save is not None or workers > 1:
+        deps, group = {}, workers > 1
+        if ahead and not t.current:  # its replica ran past the epochs reported: rebuild them
             prep = self._board.submit(
-                _worker.hand_over, tid, old_token, save, rendezvous=workers > 1,
+                _worker.rewind, self._spec(t, 0, 1), t.ckpt, rendezvous=group,
+                slot=old[0], tag=PrepTag(tid, t.token), name=f"hs-resize-{tid}",
+            )  # fmt: skip
+            deps[prep.key] = prep
+        elif not t.current or group:
+            save = None if t.current else self._save_spec(t)
+            prep = self._board.submit(
+                _worker.hand_over, tid, old_token, save, rendezvous=group,
                 slot=old[0], tag=PrepTag(tid, t.token), name=f"hs-resize-{tid}",
             )  # fmt: skip
             deps[prep.key] = prep
@@ -144,9 +185,9 @@ class Placements:
         if t.phase is Phase.QUEUED:
             self._queued.remove(t.tid)
         slots, old, ready = t.slots, t.token, t.phase is Phase.READY
+        self._halt(t)
         move(t, "vacate")
         t.token = next(self._count)
-        self._board.cancel(t.futures.values())
         t.futures, t.outs, t.deps, t.slots = {}, {}, {}, []
         if not slots:
             return
@@ -280,21 +321,27 @@ class Placements:
         )  # fmt: skip
         t.deps[fut.key] = fut
 
+    def _halt(self, t: LiveTrial) -> bool:
+        """End the batch in flight at its next epoch boundary and forget it: its epochs
+        not reported yet are dropped, to be trained again. True if there was one."""
+        batching = t.batching
+        if batching and self._slots.alive(t.slots[0]):
+            self._board.run_soon(_worker.halt, t.tid, t.token, slot=t.slots[0])
+        self._board.cancel(t.futures.values())
+        t.futures, t.outs, t.early, t.left = {}, {}, [], 0
+        return batching
+
     def _launch(self, t: LiveTrial) -> None:
         move(t, "launch")
         t.seq += 1
-        replay = t.reported - (t.ckpt.epoch if t.ckpt else 0)
-        world, seed = len(t.slots), self.trial_seed(t.tid)
         for rank, slot in enumerate(t.slots):
-            spec = StartSpec(
-                t.tid, t.token, rank, world, self._factory, t.config, seed, replay,
-                self._save_spec(t) if rank == 0 else None, self._group_timeout,
-            )  # fmt: skip
             t.futures[rank] = self._board.submit(
-                _worker.start, spec, t.ckpt, t.rendezvous, self._board.topic,
-                self._files_for(t.ckpt, slot), slot=slot, tag=EpochTag(t.tid, t.token, rank, t.seq), name=f"hs-start-{t.tid}",
+                _worker.start, self._spec(t, rank, len(t.slots)), t.ckpt, t.rendezvous,
+                self._board.topic, self._files_for(t.ckpt, slot),
+                slot=slot, tag=EpochTag(t.tid, t.token, rank, t.seq), name=f"hs-start-{t.tid}",
             )  # fmt: skip
-        t.outs, t.starting, t.t_launch = {}, True, self._clock.now()
+        t.outs, t.starting, t.batch, t.left = {}, True, 1, 1
+        t.t_launch = self._clock.now()
 
     # ------------------------------------------------------------------ helpers
 
@@ -305,6 +352,16 @@ class Placements:
                     _worker.release, tid, token, slot=s, tag=ReleaseTag(tid),
                     name=f"hs-release-{tid}",
                 )  # fmt: skip
+
+    def _spec(self, t: LiveTrial, rank: int, world: int) -> StartSpec:
+        """What rank ``rank`` of ``world`` builds: the trial from its last checkpoint, with
+        the epochs reported since trained again."""
+        replay = t.reported - (t.ckpt.epoch if t.ckpt else 0)
+        save = self._save_spec(t) if rank == 0 else None
+        return StartSpec(
+            t.tid, t.token, rank, world, self._factory, t.config, self.trial_seed(t.tid),
+            replay, save, self._group_timeout,
+        )  # fmt: skip
 
     def _save_spec(self, t: LiveTrial) -> SaveSpec:
         keep = t.ckpt.url if t.ckpt else None

@@ -16,6 +16,14 @@ its workers). An epoch task also logs what it returns
 as an event on the runtime's topic just before returning it, so that the client hears of
 it one hop sooner. What the tasks take and return is in :mod:`hypersched_nb.runtime._messages`.
 
+Batches (:func:`steps`): a single-worker trial with short epochs trains several per task and
+logs each epoch's event as it ends. The client ends a batch early with :func:`halt`, a flag
+set out of band (``Client.run`` runs it in the worker's event loop, not behind the task),
+read at every epoch boundary and forgotten with the replica. Pruning rule: a checkpoint is
+deleted only by a later task of its trial, which keeps the one the client names in
+``SaveSpec.keep``; so whichever epoch of a batch the client last heard of, its checkpoint is
+still there to resume from.
+
 Checkpoint rule (rank 0 only): after an epoch, write one when the last write took at most
 ``overhead`` × the training seconds since it (the first epoch always writes, to measure).
 Cheap states are thus written every epoch, and large ones often enough that writing never
@@ -42,6 +50,7 @@ new best of the whole search, not per epoch: with a leader that improves at ever
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import math
 import random
@@ -52,6 +61,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hypersched_nb.runtime._messages import (
+    BestBar,
     Epoch,
     Failed,
     Handover,
@@ -84,8 +94,10 @@ __all__ = [
     "pick_rendezvous_port",
     "release",
     "resident",
+    "halt",
     "start",
     "step",
+    "steps",
     "store",
     "warm",
 ]
@@ -134,6 +146,7 @@ class _Replica:
 
 _RESIDENT: dict[int, _Replica] = {}
 _STORES: dict[str, str] = {}  # checkpoint folder -> the store_id this worker sees there
+_HALTED: set[tuple[int, int]] = set()  # (trial, placement) whose batch ends at the next boundary
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # a write that failed for want of space
 
 
@@ -182,34 +195,30 @@ def start(
     (``spec.replay``), then train one epoch; the outcome is also sent as an event on
     ``topic`` (a hop sooner than the task's result)."""
     _evict()
-    rep = None
     try:
-        import torch
-
         if files:
             write_files(files)
-
-        device = "cuda:0" if torch.cuda.is_available() else "cpu"
-        if spec.world > 1:
-            backend = "nccl" if device != "cpu" else "gloo"
-            _join_group(rendezvous, spec.rank, spec.world, backend, spec.group_timeout)
-        ctx = TrainContext(
-            rank=spec.rank, world_size=spec.world, device=device, trial_id=spec.trial_id,
-            seed=spec.seed,
-        )  # fmt: skip
-        _seed_everything(spec.seed)
-        trainable = spec.factory()
-        rep = _Replica(spec, trainable, ctx, 0, spec.world > 1)
-        _RESIDENT[spec.trial_id] = rep
-        trainable.setup(spec.config, ctx)
-        rep.epochs, rep.refused = _restore(trainable, ckpt)
-        for _ in range(spec.replay + (ckpt.epoch if ckpt else 0) - rep.epochs):
-            trainable.step()
-            rep.epochs += 1
+        rep = _build(spec, ckpt, rendezvous)
     except Exception:  # noqa: BLE001 - the user's code: its traceback goes back to the driver
         _teardown(spec.trial_id, group=spec.world > 1)
         return _report(topic, Failed(traceback.format_exc()))
     return _report(topic, _epoch(rep, spec.save))
+
+
+def rewind(spec: StartSpec, ckpt: Checkpoint | None, *, rendezvous: bool) -> Handover | Failed:
+    """Rank 0's side of a resize decided while its batch trained ahead of the epochs
+    reported (a single worker): build the replica again from ``ckpt``, train again the
+    ``spec.replay`` epochs since it (on one worker, as they were reported), checkpoint it and
+    free the worker; then pick the port of the new group's rendezvous (``rendezvous``)."""
+    _evict()
+    try:
+        out = Handover(ckpt=_write(_build(spec, ckpt, None), spec.save))
+    except Exception:  # noqa: BLE001 - the user's code: its traceback goes back to the driver
+        out = Failed(traceback.format_exc())
+    _teardown(spec.trial_id)
+    if rendezvous and type(out) is Handover:
+        out = Handover(out.ckpt, _free_port())
+    return out
 
 
 def step(
@@ -220,6 +229,37 @@ def step(
     if rep is None or rep.token != token:
         return _report(topic, Failed(_gone(trial_id, token)))
     return _report(topic, _epoch(rep, save))
+
+
+def steps(
+    trial_id: int, token: int, save: SaveSpec, n: int, topic: str | None = None
+) -> tuple[Epoch | Failed, ...]:
+    """Train up to ``n`` more epochs of the resident replica back to back (a single-worker
+    trial's batch), each reported on ``topic`` as it ends. Ends early after a failure, an
+    epoch whose checkpoint could not be written, an epoch whose metrics say ``done``, or
+    at the first boundary after :func:`halt`. Returns every epoch trained, in order (the
+    client reads it when events were lost)."""
+    rep = _RESIDENT.get(trial_id)
+    if rep is None or rep.token != token:
+        return (_report(topic, Failed(_gone(trial_id, token))),)
+    trained: list[Epoch | Failed] = []
+    written: set[str] = set()  # this batch's checkpoints: the client may resume from any
+    for _ in range(n):
+        if (trial_id, token) in _HALTED:
+            break
+        out = _report(topic, _epoch(rep, save, written))
+        trained.append(out)
+        if type(out) is Failed or out.unsaved is not None or (out.metrics or {}).get("done"):
+            break
+        if out.best is not None:  # the next epoch of the batch must beat this one
+            save = dataclasses.replace(save, best=_raised(save.best, out.metrics))
+    return tuple(trained)
+
+
+def halt(trial_id: int, token: int) -> None:
+    """End the batch of placement ``token`` at its next epoch boundary. Run out of band
+    (``Client.run``, in the worker's event loop), so that it lands while the batch trains."""
+    _HALTED.add((trial_id, token))
 
 
 def checkpoint_and_release(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:
@@ -288,6 +328,31 @@ def resident() -> dict[int, Resident]:
 # ----------------------------------------------------------------------------- helpers
 
 
+def _build(spec: StartSpec, ckpt: Checkpoint | None, rendezvous: Rendezvous | None) -> _Replica:
+    """The replica ``spec`` describes, resident, restored from ``ckpt`` and with the epochs
+    reported since trained again."""
+    import torch
+
+    device = "cuda:0" if torch.cuda.is_available() else "cpu"
+    if spec.world > 1:
+        backend = "nccl" if device != "cpu" else "gloo"
+        _join_group(rendezvous, spec.rank, spec.world, backend, spec.group_timeout)
+    ctx = TrainContext(
+        rank=spec.rank, world_size=spec.world, device=device, trial_id=spec.trial_id,
+        seed=spec.seed,
+    )  # fmt: skip
+    _seed_everything(spec.seed)
+    trainable = spec.factory()
+    rep = _Replica(spec, trainable, ctx, 0, spec.world > 1)
+    _RESIDENT[spec.trial_id] = rep
+    trainable.setup(spec.config, ctx)
+    rep.epochs, rep.refused = _restore(trainable, ckpt)
+    for _ in range(spec.replay + (ckpt.epoch if ckpt else 0) - rep.epochs):
+        trainable.step()
+        rep.epochs += 1
+    return rep
+
+
 def _gone(trial_id: int, token: int) -> str:
     return f"trial {trial_id} has no live replica on this worker (placement {token})"
 
@@ -305,7 +370,7 @@ def _report(topic: str | None, out: Epoch | Failed) -> Epoch | Failed:
     return out
 
 
-def _epoch(rep: _Replica, save: SaveSpec | None) -> Epoch | Failed:
+def _epoch(rep: _Replica, save: SaveSpec | None, written: set[str] | None = None) -> Epoch | Failed:
     try:
         t0 = time.perf_counter()
         metrics = rep.trainable.step()
@@ -323,7 +388,7 @@ def _epoch(rep: _Replica, save: SaveSpec | None) -> Epoch | Failed:
         if rep.ctx.rank == 0 and save is not None:
             try:
                 if _due(rep, save.overhead):
-                    ckpt = _write(rep, save)
+                    ckpt = _write(rep, save, written)
                 best = _keep_if_best(rep, metrics, save)
             except OSError as exc:
                 if exc.errno not in _DISK_FULL:
@@ -376,13 +441,19 @@ def _due(rep: _Replica, overhead: float) -> bool:
     return rep.write_cost is None or rep.write_cost <= overhead * rep.since_write
 
 
-def _write(rep: _Replica, save: SaveSpec) -> Checkpoint:
+def _write(rep: _Replica, save: SaveSpec, written: set[str] | None = None) -> Checkpoint:
+    """Checkpoint the replica now, noting it in ``written`` (the batch's so far); the task's
+    first write deletes the trial's others but ``save.keep``, and a later write of the same
+    batch none (each is one the client may still resume from)."""
     t0 = time.perf_counter()
     url = checkpoint_url(save.dir, rep.trial_id, rep.epochs)
     info = save_checkpoint(
         rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep), store=store(save.dir)
     )
-    prune_checkpoints(save.dir, rep.trial_id, {url} if save.keep is None else {url, save.keep})
+    if not written:
+        prune_checkpoints(save.dir, rep.trial_id, {url} if save.keep is None else {url, save.keep})
+    if written is not None:
+        written.add(url)
     rep.write_cost, rep.since_write = time.perf_counter() - t0, 0.0
     return info
 
@@ -404,6 +475,13 @@ def _keep_if_best(rep: _Replica, metrics: Mapping, save: SaveSpec) -> Checkpoint
     return save_checkpoint(
         rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep), store=store(save.dir)
     )
+
+
+def _raised(bar: BestBar | None, metrics: Mapping) -> BestBar | None:
+    """``bar`` raised to the metric of an epoch whose weights were just kept."""
+    if bar is None:
+        return None
+    return dataclasses.replace(bar, above=bar.sign * float(metrics[bar.metric]))
 
 
 def _about(rep: _Replica) -> dict:
@@ -466,6 +544,7 @@ def _free_port() -> Rendezvous:
 def _evict() -> None:
     for tid in list(_RESIDENT):
         _teardown(tid)
+    _HALTED.clear()  # halts that came after their batch ended: no task of theirs is left
 
 
 def _teardown(trial_id: int, *, token: int | None = None, group: bool = False) -> None:
@@ -474,6 +553,7 @@ def _teardown(trial_id: int, *, token: int | None = None, group: bool = False) -
         return
     if rep is not None:
         del _RESIDENT[trial_id]
+        _HALTED.discard((trial_id, rep.token))
         group = group or rep.group
         teardown = getattr(rep.trainable, "teardown", None)
         if teardown is not None:

@@ -14,6 +14,26 @@ checkpoints (:mod:`hypersched_nb.runtime.checkpoint`):
   workers (rendezvous on a free port of rank 0's host) and trains one epoch;
 - ``Pause`` checkpoints (unless current) and frees the workers; ``Stop`` frees them.
 
+Short epochs: a single-worker trial trains a batch of epochs per task, as many of its last
+epoch's ``step()`` seconds as ``batch_seconds`` holds (1 s by default; at most 64, never
+past ``max_epochs``), since dispatching a task costs 10-14 ms, a tenth of a 0.1 s epoch;
+one-second epochs keep one per task. Every epoch of a batch is still reported to the
+driver as a ``Result`` of its own, in order, exactly once (its event comes as it ends; the
+driver decides on it while the batch trains on). A trial on k > 1 workers keeps one epoch
+per task: its ranks would otherwise have to agree at every boundary through their process
+group.
+
+How late a decision can come: a Pause, Stop or Resize decided on epoch e's result of a
+batch takes effect at the end of the epoch the worker trains when the halt arrives
+(:func:`~hypersched_nb.runtime._worker.halt`, run out of band in the worker's event loop),
+normally e + 1: at most one epoch plus a round trip (measured: a stop on a 0.1 s epoch's
+result frees its worker 0.12 s later, see ``benchmarks/runtime_overhead.py``). That
+epoch's result is dropped, and the replica's state is never checkpointed then, since it may
+hold epochs not reported: the trial goes on from the last checkpoint it reported, training
+again, silently, the epochs since (a Resize does so on its old worker before handing over,
+so that each epoch is trained at the world size it was reported at). A decision on a
+batch's last epoch, or on any epoch of a one-epoch task, takes effect at once, as before.
+
 The weights of the search's best results are kept apart: an epoch whose metric beats the
 best known when it was sent is written by its worker, and the last two such records stay
 (:meth:`DaskRuntime.best_checkpoint`), so the best model can be loaded after the search.
@@ -37,8 +57,10 @@ keeps the best weights; what the client and the workers send each other is in
 Times in a ``Result``: ``startup`` is the wall time from the Start or Resize to the
 replicas being ready to train (queueing, checkpoints, process group, restore, replay);
 ``seconds`` is the epoch's training (and checkpoint) time on the workers after a start, or
-the whole wall time of the epoch (dispatch included) after a Continue, so that
-``seconds + startup`` is always the time the trial held its workers for that epoch.
+the whole wall time of the epoch (dispatch included) after a Continue, from the Continue or,
+within a batch, from the previous report, so that ``seconds + startup`` is always the time
+the trial held its workers for that epoch. ``task_timeout`` and the stuck-step warning
+count from the previous report too: they bound one epoch, not a batch.
 Nothing here decides anything: the driver does.
 """
 
@@ -77,6 +99,8 @@ from hypersched_nb.runtime.checkpoint import (
 
 __all__ = ["DaskRuntime"]
 
+_IN_FLIGHT = (Phase.TRAINING, Phase.AHEAD)  # phases in which a task of the trial trains
+
 
 class DaskRuntime:
     """Trains ``trainable`` (a class or any zero-argument factory of trainables) on the
@@ -86,12 +110,17 @@ class DaskRuntime:
     entry that is true ends the trial) and ``mode`` ("max" or "min") which way is better;
     ``checkpoint_dir`` is a folder (made absolute here; a host without this kernel's disk
     has its own under that name, and its checkpoints travel through Dask: see
-    :mod:`~hypersched_nb.runtime._placements`) or an fsspec URL that every worker reaches; ``seed`` and the trial id give each trial's ``ctx.seed``;
-    ``task_timeout`` bounds one epoch (seconds; None: no bound); ``checkpoint_overhead`` is
+    :mod:`~hypersched_nb.runtime._placements`) or an fsspec URL that every worker reaches;
+    ``seed`` and the trial id give each trial's ``ctx.seed``;
+    ``task_timeout`` bounds one epoch, also within a batch (seconds; None: no bound); ``checkpoint_overhead`` is
     the share of training time that per-epoch checkpoints may cost (see ``_worker``);
     ``group_timeout`` bounds a ``torch.distributed`` rendezvous and collective; ``poll`` is
     the period of the scheduler poll that backs up its worker events; ``fetch_timeout``
-    bounds reading a task's result (its worker may have died since it finished).
+    bounds reading a task's result (its worker may have died since it finished);
+    ``batch_seconds`` is how much training a single-worker trial does per task, in whole
+    epochs of its last measured length (at least one, at most 64); ``max_epochs``, where
+    the driver completes every trial, is where no batch goes past (None: not known, and a
+    completed trial's batch may train one epoch more before it halts).
     """
 
     def __init__(
@@ -109,6 +138,8 @@ class DaskRuntime:
         group_timeout: float = 120.0,
         poll: float = 5.0,
         fetch_timeout: float = 10.0,
+        batch_seconds: float = 1.0,
+        max_epochs: int | None = None,
     ):
         if not callable(trainable):
             raise ConfigError(
@@ -118,11 +149,14 @@ class DaskRuntime:
             ("task_timeout", task_timeout),
             ("group_timeout", group_timeout),
             ("poll", poll),
+            ("batch_seconds", batch_seconds),
         ):
             if value is not None and not value > 0:
                 raise ConfigError(f"`{name}` is {value}, but must be > 0")
         if mode not in ("max", "min"):
             raise ConfigError(f"`mode` is {mode!r}, but must be 'max' or 'min'")
+        if max_epochs is not None and not max_epochs >= 1:
+            raise ConfigError(f"`max_epochs` is {max_epochs}, but must be >= 1 (or None)")
         if not checkpoint_overhead >= 0:
             raise ConfigError(f"`checkpoint_overhead` is {checkpoint_overhead}, but must be >= 0")
         self._client, self.clock, self.metric = client, clock, metric
@@ -137,7 +171,8 @@ class DaskRuntime:
         self._placements = Placements(
             self._board, self._slots, clock, factory=trainable, seed=seed,
             group_timeout=group_timeout, directory=directory, overhead=checkpoint_overhead,
-            bests=self._bests, home=self._home,
+            bests=self._bests, home=self._home, batch_seconds=batch_seconds,
+            max_epochs=max_epochs,
         )  # fmt: skip
         self._trials = self._placements.trials
         self._events: list[Event] = []  # found while executing; handed out by the next advance
@@ -164,6 +199,7 @@ class DaskRuntime:
         match ins:
             case events.Continue():
                 self._placements.step(ins.trial_id)
+                self._events += self._report_early(ins.trial_id)
             case events.Start():
                 self._placements.start(ins)
             case events.Resize():
@@ -293,8 +329,8 @@ class DaskRuntime:
         fut = task.future
         try:
             match task.tag:
-                case EpochTag() as tag if not task.heard:  # heard: its event said it already
-                    return self._on_epoch(tag, self._board.fetch(fut), fut)
+                case EpochTag() as tag if task.heard < tag.epochs and self._current(tag):
+                    return self._on_task(tag, self._board.fetch(fut), fut)
                 case FetchTag():
                     self._placements.fetched(task, self._board.fetch(fut))
                 case WarmTag():
@@ -314,20 +350,61 @@ class DaskRuntime:
             return []
         return self._on_epoch(task.tag, report.outcome, task.future)
 
-    def _on_epoch(self, tag: EpochTag, out: Epoch | Failed | None, fut) -> list[Event]:
+    def _current(self, tag: EpochTag) -> bool:
+        """Is ``tag`` the task in flight of its trial (not one of a placement that was
+        stopped, lost or replaced, nor an older task)?"""
         t = self._trials[tag.trial_id]
-        if tag.token != t.token or tag.seq != t.seq or t.phase is not Phase.TRAINING:
-            return []  # an epoch of a placement that was stopped, lost or replaced
+        return tag.token == t.token and tag.seq == t.seq and t.phase in _IN_FLIGHT
+
+    def _on_task(self, tag: EpochTag, out, fut) -> list[Event]:
+        """An epoch task's result, some of whose epochs no event brought: those epochs
+        (a batch's tuple, or one outcome). A batch that returned is over: if it ended
+        before the epoch its trial waits for, the trial fails rather than wait for ever."""
+        found = []
+        for one in out if type(out) is tuple else (out,):
+            found += self._on_epoch(tag, one, fut)
+        t = self._trials[tag.trial_id]
+        if type(out) is tuple and self._current(tag):
+            t.left = len(t.early)  # no epoch more comes from it
+            if t.phase is Phase.TRAINING:
+                found.append(self._fail(t, f"its batch ended before epoch {t.expected}"))
+        return found
+
+    def _on_epoch(self, tag: EpochTag, out: Epoch | Failed | None, fut) -> list[Event]:
+        """One epoch's outcome, by event or from the task's result: reported if it is the
+        next epoch, kept for later if the driver is still deciding on the one before
+        (AHEAD), dropped if it was heard already."""
+        if not self._current(tag):
+            return []
+        t = self._trials[tag.trial_id]
         if out is None:
             found = self._sync_members()
             if tag.token != t.token:
                 return found  # its worker left: reported as lost
             return [*found, self._fail(t, self._board.describe(fut))]
+        if (type(out) is Epoch and out.epoch != t.expected) or Failed in map(type, t.early):
+            return []  # heard already: by its event, and now in the task's result
+        t.t_launch = self.clock.now()  # the next epoch of a batch starts now: timed from here
+        if t.phase is Phase.AHEAD:
+            t.early.append(out)
+            return []
         if type(out) is Failed:
             return [self._fail(t, out.error)]
         t.outs[tag.rank] = out
         if len(t.outs) < len(t.slots):
             return []
+        return self._result(t)
+
+    def _report_early(self, tid: int) -> list[Event]:
+        """After a Continue: the next epoch of the trial's batch, if it was heard while the
+        driver decided (handed out by the next advance, one per decision)."""
+        t = self._trials.get(tid)
+        if t is None or t.phase is not Phase.TRAINING or not t.early:
+            return []
+        out = t.early.pop(0)
+        if type(out) is Failed:
+            return [self._fail(t, out.error)]
+        t.outs[0] = out
         return self._result(t)
 
     def _result(self, t: LiveTrial) -> list[Event]:
@@ -357,13 +434,17 @@ class DaskRuntime:
         now = self.clock.now()
         wall = now - t.t_exec
         step = max(o.step for o in t.outs.values())
-        t.longest, work = max(t.longest, step), step + first.write
+        t.longest, t.step, work = max(t.longest, step), step, step + first.write
         seconds, startup = (work, max(0.0, wall - work)) if t.starting else (wall, 0.0)
-        t.reported = first.epoch
+        t.reported, t.t_exec, t.starting = first.epoch, now, False
         if first.ckpt is not None:
             self._placements.keep(t, first.ckpt, t.slots[0])
-        move(t, "report")
-        t.futures, t.outs = {}, {}
+        t.left -= 1
+        ahead = t.left > 0 and not done and first.unsaved is None
+        move(t, "report_ahead" if ahead else "report")
+        t.outs = {}
+        if not ahead:
+            t.futures, t.left = {}, 0
         result = events.Result(
             t.tid, t.reported, metric, now, seconds, len(t.slots), startup, done, info or None
         )

@@ -198,7 +198,11 @@ def cut_when_training(watch: Client, hosts, host: int) -> None:
     end = time.monotonic() + 60
     while time.monotonic() < end:
         keys = watch.processing(workers=[address]).get(address, [])
-        trials = [int(str(k).split("-")[2]) for k in keys if str(k).startswith("hs-epoch-")]
+        trials = [
+            int(str(k).split("-")[2])
+            for k in keys
+            if str(k).startswith(("hs-epoch-", "hs-epochs-"))
+        ]
         if any(list(hosts.folder.glob(f"trial-{tid:05d}/epoch-*.pt")) for tid in trials):
             hosts.cut(host)
             return

@@ -220,3 +220,81 @@ def test_another_write_error_fails_the_trial_with_its_traceback(tmp_path, monkey
     monkeypatch.setattr(_worker, "save_checkpoint", denied)
     out = _worker.step(0, 1, SaveSpec(str(tmp_path), math.inf))
     assert type(out) is Failed and "PermissionError: [Errno 13] Permission denied" in out.error
+
+
+# ----------------------------------------------------------------------------- batches
+
+
+class HaltsItself(TinyRegression):
+    """Halts its own batch (as the client would, out of band) during epoch ``halt_at``."""
+
+    def step(self) -> dict:
+        if self.epoch + 1 == self.config["halt_at"]:
+            _worker.halt(self.ctx.trial_id, 1)
+        return super().step()
+
+
+def test_a_batch_trains_its_epochs_back_to_back_like_single_steps(tmp_path):
+    _worker.start(_spec(tmp_path, tid=1), None, None)
+    straight = [_worker.step(1, 1, None) for _ in range(4)]
+    _worker.start(_spec(tmp_path), None, None)
+    batch = _worker.steps(0, 1, SaveSpec(str(tmp_path), 0.0), 4)
+    assert [e.epoch for e in batch] == [2, 3, 4, 5]  # every epoch, in order
+    # the weights of the same epochs trained one task at a time
+    assert [e.metrics["digest"] for e in batch] == [e.metrics["digest"] for e in straight]
+    assert _worker.resident()[0].epochs == 5  # and the replica stays, for the next batch
+
+
+def test_a_batch_ends_at_the_boundary_after_a_halt_and_the_halt_goes_with_the_replica(tmp_path):
+    _worker.start(_spec(tmp_path, factory=HaltsItself, config={"halt_at": 3}), None, None)
+    batch = _worker.steps(0, 1, None, 10)
+    assert [e.epoch for e in batch] == [2, 3]  # epoch 3, in flight when halted, ends the batch
+    assert _worker.steps(0, 1, None, 10) == ()  # halted placement: no epoch more
+    _worker.release(0, 1)
+    assert _worker._HALTED == set()  # forgotten with the replica it was for
+
+
+def test_a_batch_ends_at_an_epoch_that_says_done(tmp_path):
+    _worker.start(_spec(tmp_path, config={"returns": {"loss": 1.0, "done": True}}), None, None)
+    (only,) = _worker.steps(0, 1, None, 10)
+    assert only.epoch == 2 and only.metrics["done"] is True
+
+
+def test_a_batch_ends_at_a_failing_epoch_and_returns_those_before_it(tmp_path):
+    _worker.start(_spec(tmp_path, config={"fail_at": 4}), None, None)
+    *trained, failed = _worker.steps(0, 1, None, 10)
+    assert [e.epoch for e in trained] == [2, 3] and type(failed) is Failed
+    assert "RuntimeError: boom at epoch 4" in failed.error and _worker.resident() == {}
+
+
+def test_a_batch_keeps_every_checkpoint_it_wrote_and_the_next_prunes_them(tmp_path):
+    first = _worker.start(_spec(tmp_path, overhead=math.inf), None, None)
+    batch = _worker.steps(0, 1, SaveSpec(str(tmp_path), math.inf, keep=first.ckpt.url), 3)
+
+    def on_disk():
+        return sorted(p.name for p in (tmp_path / "trial-00000").glob("*.pt"))
+
+    # the client may resume from any epoch of the batch it has heard: none is deleted
+    assert on_disk() == [f"epoch-{e:06d}.pt" for e in (1, 2, 3, 4)]
+    # the next task keeps the one the client knows of (the batch's last) and its own
+    _worker.steps(0, 1, SaveSpec(str(tmp_path), math.inf, keep=batch[-1].ckpt.url), 1)
+    assert on_disk() == ["epoch-000004.pt", "epoch-000005.pt"]
+
+
+def test_a_batch_writes_the_best_weights_only_of_epochs_that_beat_the_batch_so_far(tmp_path):
+    _worker.start(_spec(tmp_path, overhead=0.0, config={"lr": 0.0}), None, None)  # never learns
+    batch = _worker.steps(0, 1, SaveSpec(str(tmp_path), 0.0, best=BestBar("loss", -1.0, None)), 3)
+    # the first epoch clears an empty bar; the next two merely equal it
+    assert [e.best is not None for e in batch] == [True, False, False]
+
+
+def test_a_rewind_checkpoints_the_epochs_reported_when_the_replica_ran_ahead(tmp_path):
+    _worker.start(_spec(tmp_path, tid=1), None, None)
+    straight = [_worker.step(1, 1, None) for _ in range(3)][-1]  # epoch 4, trained straight
+    first = _worker.start(_spec(tmp_path, overhead=math.inf), None, None)
+    _worker.steps(0, 1, SaveSpec(str(tmp_path), 0.0, keep=first.ckpt.url), 5)  # ran to 6
+    # 3 epochs reported, the checkpoint of epoch 1 known: rebuild, train 2 and 3 again
+    out = _worker.rewind(_spec(tmp_path, token=2, replay=2), first.ckpt, rendezvous=False)
+    assert type(out) is Handover and out.ckpt.epoch == 3 and _worker.resident() == {}
+    back = _worker.start(_spec(tmp_path, token=3), out.ckpt, None)
+    assert back.epoch == 4 and back.metrics["digest"] == straight.metrics["digest"]
