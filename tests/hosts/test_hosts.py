@@ -76,6 +76,15 @@ def attached(hosts) -> Client:
     return client
 
 
+def runtime_on(client: Client, clock: WallClock, hosts) -> DaskRuntime:
+    """A runtime training :class:`TinyRegression` on the hosts, checkpointing under their
+    folder (a disk of each host's own)."""
+    return DaskRuntime(
+        TinyRegression, client=client, clock=clock, metric="loss", mode="min",
+        checkpoint_dir=str(hosts.folder),
+    )  # fmt: skip
+
+
 def plain_digests(config: dict, seed: int, epochs: int) -> list[str]:
     """The weights' digest after each epoch of one uninterrupted run, in this process."""
     trainable = TinyRegression()
@@ -90,10 +99,7 @@ def test_a_trial_resizes_and_moves_across_hosts_that_share_no_disk(hosts):
     client = attached(hosts)
     try:
         clock = WallClock()
-        runtime = DaskRuntime(
-            TinyRegression, client=client, clock=clock, metric="loss", mode="min",
-            checkpoint_dir=str(hosts.folder),
-        )  # fmt: skip
+        runtime = runtime_on(client, clock, hosts)
         placed = Placed(runtime)
         driver = Driver(
             Plan([1, 1, 2, 2, 1, 1], pause_after=4), placed, clock, iter([{"lr": 0.05}]),
@@ -126,10 +132,7 @@ def test_a_trial_moves_to_another_host_with_its_exact_weights(hosts):
     client = attached(hosts)
     try:
         clock = WallClock()
-        runtime = DaskRuntime(
-            TinyRegression, client=client, clock=clock, metric="loss", mode="min",
-            checkpoint_dir=str(hosts.folder),
-        )  # fmt: skip
+        runtime = runtime_on(client, clock, hosts)
         placed = Placed(runtime)
         driver = Driver(
             Plan([1], pause_after=3), placed, clock, iter([{"lr": 0.05}]),
@@ -152,10 +155,7 @@ def test_a_host_cut_off_mid_search_loses_no_completed_work(hosts):
     client, watch = attached(hosts), Client(hosts.scheduler, timeout=60)
     try:
         clock = WallClock()
-        runtime = DaskRuntime(
-            TinyRegression, client=client, clock=clock, metric="loss", mode="min",
-            checkpoint_dir=str(hosts.folder),
-        )  # fmt: skip
+        runtime = runtime_on(client, clock, hosts)
         placed = Placed(runtime)
         configs = [{"lr": 0.01 + 0.01 * i, "sleep": 0.3} for i in range(4)]
         driver = Driver(
