@@ -28,11 +28,12 @@ from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment._fail_fast import FailFast, SearchFailed
 from hypersched_nb.experiment._inputs import Inputs
 from hypersched_nb.experiment._observed import Observed
+from hypersched_nb.experiment._rows import Rows
 from hypersched_nb.experiment._session import Launch, Session
 from hypersched_nb.experiment.deadline import format_duration, parse_deadline, resolve_deadline
 from hypersched_nb.experiment.driver import Driver, Outcome
 from hypersched_nb.experiment.journal import JournalWriter, check_unused, journal_url
-from hypersched_nb.experiment.snapshot import Best, ExperimentSnapshot, TrialRow
+from hypersched_nb.experiment.snapshot import Best, ExperimentSnapshot
 from hypersched_nb.experiment.space import config_source, space_record
 from hypersched_nb.runtime.checkpoint import BestCheckpoint
 
@@ -123,6 +124,7 @@ class Experiment:
         )
         self._session = Session(poll=poll) if live else Session(*self._given)
         self._driver: Driver | None = None
+        self._rows = Rows()  # the snapshot's rows, each rebuilt only when its trial changes
         self._observed: Observed | None = None
         self._journal: JournalWriter | None = None
         self._resumed: tuple | None = None  # (journal, new deadline): set by resume()
@@ -358,6 +360,7 @@ class Experiment:
             inputs = Inputs(clock, self._observed, self.source, record=record)
             if journal is not None:
                 inputs = self._replay(journal, inputs, runtime)
+            self._rows = Rows()
             self._driver = Driver(
                 self.policy, self._observed, clock, self.source, deadline=deadline,
                 max_epochs=self.max_epochs, mode=self.mode, scaling=scaling, target=self.target,
@@ -590,7 +593,7 @@ class Experiment:
     def _snapshot(self, policy: str) -> ExperimentSnapshot:
         d, obs, session = self._driver, self._observed, self._session
         now = d.outcome.ended_at if session.status == "finished" else session.clock.now()
-        rows = tuple(_row(t, obs.peak.get(t.trial_id, 0)) for t in d.trials.values())
+        rows = self._rows.of(d.trials.values(), obs.peak)
         describe = self.policy.describe(d.context())
         error = None
         if session.error is not None:
@@ -639,20 +642,6 @@ class Experiment:
     def __repr__(self) -> str:
         snap = self.statistics()
         return f"<Experiment {snap.policy} {snap.status}: {snap.progress_line()}>"
-
-
-def _row(t: Trial, peak: int) -> TrialRow:
-    best = (
-        t.metrics[t.scores.index(t.best_score)]
-        if t.scores and math.isfinite(t.best_score)
-        else math.nan
-    )
-    return TrialRow(
-        trial_id=t.trial_id, config=dict(t.config), state=t.state.name, epochs=t.epochs, best=best,
-        last=t.metrics[-1] if t.metrics else math.nan, workers=t.workers, peak_workers=peak,
-        started_at=t.started_at, stopped_at=t.stopped_at, reason=t.reason, metrics=tuple(t.metrics),
-        starts=t.starts, error=t.error,
-    )  # fmt: skip
 
 
 def _whole(value) -> bool:

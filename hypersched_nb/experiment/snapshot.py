@@ -158,13 +158,16 @@ class ExperimentSnapshot:
         reason for its state, and the configuration as ``config_<name>`` columns."""
         import pandas as pd
 
-        rows = []
-        for r in self.trials:
-            row = {name: getattr(r, name) for name in _COLUMNS[1:]}
-            row["trial"] = r.trial_id
-            row.update({f"config_{k}": v for k, v in r.config.items()})
-            rows.append(row)
-        return pd.DataFrame(rows, columns=None if rows else list(_COLUMNS)).set_index("trial")
+        if not self.trials:
+            return pd.DataFrame(columns=list(_COLUMNS)).set_index("trial")
+        # column by column: a handful of lists, not a dict per trial, to keep the garbage
+        # collector out of it (see :mod:`._rows`)
+        columns = {name: [getattr(r, name) for r in self.trials] for name in _COLUMNS[1:]}
+        columns["trial"] = [r.trial_id for r in self.trials]
+        names = dict.fromkeys(k for r in self.trials for k in r.config)
+        for k in names:
+            columns[f"config_{k}"] = [r.config.get(k, math.nan) for r in self.trials]
+        return pd.DataFrame(columns).set_index("trial")
 
     def allocation_series(self) -> tuple[list[float], dict[int, list[int]]]:
         """A common time grid and each trial's workers on it (for stacked step plots).

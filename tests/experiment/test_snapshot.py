@@ -63,3 +63,12 @@ def test_allocation_series_is_a_common_step_grid():
 def test_a_snapshot_never_changes():
     with pytest.raises(dataclasses.FrozenInstanceError):
         snap().deadline = 5.0
+
+
+def test_the_frame_has_a_row_per_trial_and_a_column_per_configuration_key():
+    odd = dataclasses.replace(row(5, "RUNNING"), config={"lr": 0.2, "wd": 1e-4})
+    df = snap(trials=(row(0, "RUNNING", 3), odd)).frame()
+    assert list(df.index) == [0, 5] and df.loc[5, "config_wd"] == 1e-4
+    assert math.isnan(df.loc[0, "config_wd"])  # a key one configuration lacks: NaN there
+    assert list(df.columns[:3]) == ["state", "epochs", "best"]
+    assert snap(trials=()).frame().empty

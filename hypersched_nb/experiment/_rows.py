@@ -1,0 +1,60 @@
+"""The trials as rows of a snapshot, each built again only when its trial changed.
+
+A snapshot of a search holds one frozen :class:`TrialRow` per trial, and the dashboard asks
+for one every second. Building every row each time would cost the search's size in new
+objects, and in a kernel of a few hundred thousand objects those are what sets off Python's
+full garbage collections (while one runs, every thread waits: it lands on the snapshot that
+set it off). Most trials of a long search are over and never change again, so a row is kept
+with the trial's :func:`mark` (what a row shows, read without building anything that lives)
+and handed out again while the mark is the same.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypersched_nb.core.trial import Trial
+from hypersched_nb.experiment.snapshot import TrialRow
+
+__all__ = ["Rows", "row"]
+
+
+def row(t: Trial, peak: int) -> TrialRow:
+    """The trial ``t`` as it stands, having held at most ``peak`` workers at once."""
+    best = (
+        t.metrics[t.scores.index(t.best_score)]
+        if t.scores and math.isfinite(t.best_score)
+        else math.nan
+    )
+    return TrialRow(
+        trial_id=t.trial_id, config=dict(t.config), state=t.state.name, epochs=t.epochs, best=best,
+        last=t.metrics[-1] if t.metrics else math.nan, workers=t.workers, peak_workers=peak,
+        started_at=t.started_at, stopped_at=t.stopped_at, reason=t.reason, metrics=tuple(t.metrics),
+        starts=t.starts, error=t.error,
+    )  # fmt: skip
+
+
+def mark(t: Trial, peak: int) -> tuple:
+    """Everything a row of ``t`` shows, or that changes with it (a result replaced by a
+    restart from an earlier checkpoint changes its last value or the best)."""
+    last = t.metrics[-1] if t.metrics else None
+    return (t.state, t.epochs, len(t.metrics), last, t.best_score, t.workers, peak,
+            t.started_at, t.stopped_at, t.reason, t.starts, t.error)  # fmt: skip
+
+
+class Rows:
+    """Rows of the trials, each kept while its trial's :func:`mark` stays the same."""
+
+    def __init__(self):
+        self._kept: dict[int, tuple[tuple, TrialRow]] = {}
+
+    def of(self, trials, peak: dict[int, int]) -> tuple[TrialRow, ...]:
+        kept, out = self._kept, []
+        for t in trials:
+            held = peak.get(t.trial_id, 0)
+            now = mark(t, held)
+            old = kept.get(t.trial_id)
+            if old is None or old[0] != now:
+                old = kept[t.trial_id] = (now, row(t, held))
+            out.append(old[1])
+        return tuple(out)
