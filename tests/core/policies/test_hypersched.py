@@ -14,7 +14,7 @@ from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies import create
 from hypersched_nb.core.policies._hypersched import HyperSched
 from hypersched_nb.core.policies._hypersched_paper import HyperSchedPaper
-from hypersched_nb.core.policies._hypersched_rules import keep_agreement, trusted
+from hypersched_nb.core.policies._trust import keep_agreement, trusted
 from hypersched_nb.core.scaling import LINEAR, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
@@ -119,7 +119,12 @@ def test_the_lowest_rung_is_trusted_once_its_verdicts_hold_at_the_next():
     assert hs.trust.trusted[0] is True  # 8 pairs, the two kept beat the six others: AUC 1
     assert hs.trust.agreement[0] == (1.0, 8)
     assert report(hs, trial(99), 1, 0.0).decision is PAUSE  # rung 1 now judges
-    assert hs.describe(OPEN).startswith("keeping the top 3 of 9 after epoch 1 ·")
+    assert hs.describe(OPEN).startswith(
+        "trusting epoch 1 (AUC 1.00 > 0.91 at epoch 4) · keeping the top 3 of 9 after epoch 1 ·"
+    )
+    assert hs.early_signal_state() == (
+        "trust: epoch 1's verdicts held at epoch 4 (AUC 1.00 > 0.91 over 8 pairs)"
+    )
 
 
 def test_an_inverted_lowest_rung_stays_on_probation():
@@ -264,7 +269,7 @@ def test_workers_are_reallocated_only_once_exploring_is_over():
     targets = hs.allocate(at(100.0, trials=trials, scaling=LINEAR))
     assert targets == {0: 3, 1: 3, 2: 2}  # the paper's UNIFORM split, best first
     top = policy(split="top_job")
-    top._first, top._later = hs._first, hs._later
+    top.admit = hs.admit
     assert top.allocate(at(100.0, trials=trials, scaling=LINEAR)) == {0: 6, 1: 1, 2: 1}
 
 
@@ -358,7 +363,7 @@ def test_end_to_end_respects_the_deadline_and_is_deterministic(deadline):
     assert journal == rows[1].outcome.journal  # the same seed replays exactly
     assert rows[0].record.best == rows[1].record.best
     describe = rows[0].driver.policy.describe(rows[0].driver.context())
-    assert describe.startswith("keeping the top ") and "\n" not in describe
+    assert " · keeping the top " in describe and "\n" not in describe
 
 
 def test_end_to_end_reallocates_spare_workers_near_the_deadline():
