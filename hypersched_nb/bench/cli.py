@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hypersched_nb.bench.table import format_table
-from hypersched_nb.core.policies import create, names
+from hypersched_nb.core.policies import check_early_signal, create, names
 from hypersched_nb.core.scaling import ScalingCurve
 from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
@@ -78,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker-seconds a search may bill; elastic policies (seer) plan within it "
         "(default: no limit)",
     )
+    a(
+        "--early-signal",
+        default="auto",
+        metavar="auto|trust|doubt",
+        help="what the curves' first epochs say: trust them (as ASHA), doubt them until they "
+        "predict later ones, or let the search find out (default auto)",
+    )
     a("--json", type=Path, metavar="OUT.json", help="write every run to this JSON file")
     a("--jobs", type=int, default=1, choices=(1, 2), help="processes to run in (default 1)")
     return p
@@ -102,6 +109,7 @@ def _plan(args: argparse.Namespace) -> Plan:
     if not policies:
         raise ConfigError("`--policies` names no policy")
     _check_numbers(args)
+    check_early_signal(args.early_signal, "--early-signal")
     if args.json is not None and not args.json.parent.resolve().is_dir():
         raise ConfigError(f"`--json` folder {str(args.json.parent)!r} does not exist")
     trace = load_trace(args.trace)
@@ -110,12 +118,15 @@ def _plan(args: argparse.Namespace) -> Plan:
         workers=args.workers, configs=args.configs, max_epochs=args.max_epochs,
         min_epochs=args.min_epochs, eta=args.eta, startup=args.startup, target=args.target,
         scaling=None if args.scaling is None else ScalingCurve.parse(args.scaling),
-        cost_budget=args.cost_budget,
+        cost_budget=args.cost_budget, early_signal=args.early_signal,
     )  # fmt: skip
     R = args.max_epochs or trace.longest
     for name in policies:  # a policy refuses its settings here, not after an hour of runs
         try:
-            create(name, max_epochs=R, min_epochs=args.min_epochs, eta=args.eta, seed=0)
+            create(
+                name, max_epochs=R, min_epochs=args.min_epochs, eta=args.eta, seed=0,
+                early_signal=args.early_signal,
+            )  # fmt: skip
         except ImportError as exc:
             raise ConfigError(
                 f"policy {name!r} is registered but cannot be loaded ({exc})"

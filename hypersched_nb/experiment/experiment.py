@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from datetime import datetime
 
-from hypersched_nb.core.policies import REGISTRY, Policy, check_budget, create
+from hypersched_nb.core.policies import EARLY_SIGNALS, REGISTRY, Policy, check_budget, create
 from hypersched_nb.core.scaling import LINEAR, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialEnding
 from hypersched_nb.errors import ConfigError, HyperschedError
@@ -49,7 +49,11 @@ class Experiment:
     ``space()``). Every other setting is a keyword: ``deadline`` is a budget (``"20m"``), a
     wall-clock time (``"17:00"``) or seconds; ``policy`` a registered name or a ready-made
     :class:`~hypersched_nb.core.policies.Policy`, and ``policy_params`` a named policy's
-    own settings (``{"pause": False}``); ``cluster`` a number of local workers, a
+    own settings (``{"pause": False}``); ``early_signal`` what you know of your curves'
+    first epochs: ``"trust"`` them (a trial that starts badly stays bad: judged from epoch
+    1, as ASHA), ``"doubt"`` them (judged only once epoch 1 has shown it predicts later
+    epochs) or ``"auto"`` (the search finds out; a policy that never judges by first epochs
+    ignores it); ``cluster`` a number of local workers, a
     scheduler address or a ``distributed.Client`` (None: one worker per GPU, or CPU slots);
     ``sampler`` ``"tpe"``, ``"random"``, ``"qmc"`` or an Optuna sampler; ``configs`` bounds
     how many configurations are offered. ``fail_fast``: when the first this-many trials to
@@ -76,6 +80,7 @@ class Experiment:
         eta: float = 4,
         policy: str | Policy = "hypersched",
         policy_params: Mapping | None = None,
+        early_signal: str = "auto",
         cluster=None,
         sampler="tpe",
         seed: int = 0,
@@ -92,7 +97,8 @@ class Experiment:
         _check(trainable, live, metric=metric, mode=mode, max_epochs=max_epochs,
                min_epochs=min_epochs, eta=eta, seed=seed, poll=poll, configs=configs,
                target=target, checkpoint_dir=checkpoint_dir, fail_fast=fail_fast,
-               max_workers=max_workers, cost_budget=cost_budget)  # fmt: skip
+               max_workers=max_workers, cost_budget=cost_budget,
+               early_signal=early_signal)  # fmt: skip
         check_budget(max_epochs, min_epochs, eta)
         _check_cluster(cluster)
         if space is None:
@@ -116,6 +122,7 @@ class Experiment:
         self.max_epochs, self.min_epochs, self.eta, self.seed = max_epochs, min_epochs, eta, seed
         self.cluster, self.checkpoint_dir, self.target = cluster, checkpoint_dir, target
         self.scaling = None if scaling is None else ScalingCurve.parse(scaling)
+        self.early_signal = early_signal
         self.policy = self._policy(policy, policy_params)
         _check_elastic(self.policy, cluster, max_workers=max_workers, cost_budget=cost_budget)
         self.max_workers, self.cost_budget = max_workers, cost_budget
@@ -147,6 +154,11 @@ class Experiment:
                 raise ConfigError(
                     "`policy_params` is given with a ready-made policy; pass its settings to its constructor"
                 )
+            if self.early_signal != "auto":
+                raise ConfigError(
+                    f"`early_signal` is {self.early_signal!r} with a ready-made policy; pass it "
+                    "to its constructor"
+                )
             return policy
         if policy not in REGISTRY:
             raise ConfigError(f"`policy` is {policy!r}, but must be one of {', '.join(REGISTRY)}")
@@ -161,6 +173,7 @@ class Experiment:
                 min_epochs=self.min_epochs,
                 eta=self.eta,
                 seed=self.seed,
+                early_signal=self.early_signal,
                 **(params or {}),
             )
         except HyperschedError:
@@ -182,6 +195,7 @@ class Experiment:
         *,
         policy: str | Policy = "hypersched",
         policy_params: Mapping | None = None,
+        early_signal: str = "auto",
         deadline: float,
         workers: int = 8,
         configs: int = 100,
@@ -215,7 +229,7 @@ class Experiment:
             sim.runtime, sim.clock, sim.offered, metric=trace.metric_name, mode=trace.mode,
             deadline=deadline, max_epochs=sim.max_epochs, min_epochs=min_epochs, eta=eta,
             policy=policy, policy_params=policy_params, seed=seed, scaling=sim.scaling,
-            target=target,
+            target=target, early_signal=early_signal,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ a journal
@@ -252,7 +266,8 @@ class Experiment:
             dry, replay, iter(()), metric=s["metric"], mode=s["mode"], deadline=s["deadline"],
             max_epochs=s["max_epochs"], min_epochs=s["min_epochs"], eta=s["eta"], policy=policy,
             policy_params=None if isinstance(policy, Policy) else s["policy_params"],
-            seed=s["seed"], scaling=s["scaling"], target=s["target"],
+            early_signal=_early_signal(policy, s), seed=s["seed"], scaling=s["scaling"],
+            target=s["target"],
             max_workers=s.get("max_workers"), cost_budget=s.get("cost_budget"),
         )  # fmt: skip
         exp.trainable = trainable or _imported(s["trainable"])
@@ -313,6 +328,7 @@ class Experiment:
             deadline=s["deadline"], max_epochs=s["max_epochs"], min_epochs=s["min_epochs"],
             eta=s["eta"], policy=policy or s["policy"],
             policy_params=None if isinstance(policy, Policy) else s["policy_params"],
+            early_signal=_early_signal(policy, s),
             cluster=s["cluster"] if cluster is None else cluster, sampler=s["sampler"] or "tpe",
             seed=s["seed"], checkpoint_dir=s["checkpoint_dir"], scaling=s["scaling"],
             configs=s["configs"], target=s["target"], fail_fast=s.get("fail_fast", 3),
@@ -422,6 +438,7 @@ class Experiment:
             "target": self.target, "fail_fast": self._fail_fast.threshold,
             "cluster": self.cluster if isinstance(self.cluster, (int, str)) else None,
             "max_workers": self.max_workers, "cost_budget": self.cost_budget,
+            "early_signal": self.early_signal,
         }  # fmt: skip
 
     def _ended(self, status: str) -> None:
@@ -674,6 +691,7 @@ _RULES = {
     "startup": ("a number of seconds >= 0, or None", lambda v: v is None or (_finite(v) and v >= 0)),
     "max_workers": ("a number of workers >= 1, or None", lambda v: v is None or (_whole(v) and v >= 1)),
     "cost_budget": ("a finite number of worker-seconds > 0, or None", lambda v: v is None or (_finite(v) and v > 0)),
+    "early_signal": ("one of " + ", ".join(map(repr, EARLY_SIGNALS)), lambda v: isinstance(v, str) and v in EARLY_SIGNALS),
 }  # fmt: skip
 
 
@@ -688,6 +706,12 @@ def _check(trainable, live: bool, **settings) -> None:
         rule, ok = _RULES[name]
         if not ok(value):
             raise ConfigError(f"`{name}` is {value!r}, but must be {rule}")
+
+
+def _early_signal(policy, settings: Mapping) -> str:
+    """A journal's ``early_signal`` ("auto" in one written before it existed, or for a
+    ready-made policy, which was given its own)."""
+    return "auto" if isinstance(policy, Policy) else settings.get("early_signal", "auto")
 
 
 def _check_elastic(policy: Policy, cluster, *, max_workers, cost_budget) -> None:

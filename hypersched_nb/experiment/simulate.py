@@ -33,6 +33,7 @@ class SimSettings:
     startup: float | None = None  # default: the trace's sidecar
     target: float | None = None
     cost_budget: float | None = None  # worker-seconds the search may bill (elastic policies)
+    early_signal: str = "auto"  # what the first epochs say: "auto", "trust" or "doubt"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,7 @@ def simulate(
         min_epochs=settings.min_epochs,
         eta=settings.eta,
         seed=seed,
+        early_signal=settings.early_signal,
         **(policy_params or {}),
     )
     driver = Driver(

@@ -36,6 +36,7 @@ from IPython.core.magic_arguments import (
 )
 
 from hypersched_nb._lazy import load
+from hypersched_nb.core.policies import check_early_signal
 from hypersched_nb.errors import HyperschedError
 from hypersched_nb.experiment.experiment import Experiment as Search
 from hypersched_nb.notebook.dashboard import Dashboard
@@ -81,6 +82,13 @@ def _start_parser() -> _Parser:
     p.add_argument("--min-epochs", type=int, default=1)
     p.add_argument("--eta", type=float, default=4)
     p.add_argument("--policy", default="hypersched")
+    p.add_argument(
+        "--early-signal",
+        default="auto",
+        metavar="auto|trust|doubt",
+        help="what your curves' first epochs say: trust them (as ASHA), doubt them until they "
+        "predict later ones, or let the search find out (default: auto)",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument(
         "--workers", type=int, help="local worker processes (default: one per GPU, or CPU slots)"
@@ -195,11 +203,17 @@ class HyperschedMagics(Magics):
 
     def _start(self, argv: list[str]):
         a = _start_parser().parse_args(argv)
+        check_early_signal(a.early_signal, "--early-signal")
         target = self._lookup(a.trainable)
         _check_name(a.name)
         if self.current is not None and not self.current.done and target is not self.current:
             raise UsageError("a search started here is still running; %hypersched stop it first")
         if isinstance(target, Search):  # built in the notebook: started or not
+            if a.early_signal != "auto":
+                raise UsageError(
+                    f"--early-signal is for a new search; {a.trainable} was built with "
+                    f"early_signal={target.early_signal!r}"
+                )
             exp = target
         else:
             space = self._lookup(a.space) if a.space else None
@@ -208,6 +222,7 @@ class HyperschedMagics(Magics):
                 max_epochs=a.max_epochs, min_epochs=a.min_epochs, eta=a.eta, policy=a.policy,
                 cluster=a.workers if a.workers is not None else a.address, sampler=a.sampler,
                 seed=a.seed, checkpoint_dir=a.checkpoint_dir, configs=a.configs,
+                early_signal=a.early_signal,
             )  # fmt: skip
         if exp.statistics().status == "created":
             exp.start()

@@ -193,6 +193,10 @@ def test_shared_trace_by_name(tmp_path):
         ({"--startup": -1}, "`--startup` is -1.0, but must be >= 0 seconds"),
         ({"--cost-budget": -5}, "`--cost-budget` is -5.0, but must be > 0 worker-seconds"),
         (
+            {"--early-signal": "maybe"},
+            "`--early-signal` is 'maybe', but must be one of 'auto', 'trust', 'doubt'",
+        ),
+        (
             {"--cost-budget": 0.5},
             "`--cost-budget` is 0.5 worker-seconds, less than one epoch of one worker",
         ),

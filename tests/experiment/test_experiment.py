@@ -8,6 +8,7 @@ from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState as OptunaState
 
 from hypersched_nb import Experiment
+from hypersched_nb.core.policies._asha import ASHA
 from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
 from hypersched_nb.sim.clock import VirtualClock
@@ -320,7 +321,10 @@ MUST = {
      (dict(cost_budget=math.inf, policy="seer"), "`cost_budget` is inf, but must be a finite number of worker-seconds > 0"),
      (dict(max_workers=4), "`max_workers` is 4, but policy ASHA does not size the cluster: use policy='seer', or leave it out"),
      (dict(cost_budget=60.0), "`cost_budget` is 60.0, but policy ASHA does not size the cluster: use policy='seer'"),
-     (dict(max_workers=2, cluster=3, policy="seer"), "`max_workers` is 2, below the 3 workers `cluster` starts with: give max_workers >= 3")],
+     (dict(max_workers=2, cluster=3, policy="seer"), "`max_workers` is 2, below the 3 workers `cluster` starts with: give max_workers >= 3"),
+     (dict(early_signal="maybe"), "`early_signal` is 'maybe', but must be one of 'auto', 'trust', 'doubt'"),
+     (dict(early_signal=None), "`early_signal` is None, but must be one of 'auto', 'trust', 'doubt'"),
+     (dict(early_signal="trust", policy=ASHA()), "`early_signal` is 'trust' with a ready-made policy; pass it to its constructor")],
 )  # fmt: skip
 def test_each_bad_value_is_one_line_saying_what_it_must_be(kw, message):
     args = dict(trainable=Net, space={"lr": [0.1]}, deadline="1m", max_epochs=5, policy="asha") | kw
@@ -344,12 +348,25 @@ def test_a_cluster_address_is_read_when_built_and_connected_to_only_at_the_start
      (dict(workers="3"), "`workers` is '3', but must be a number of workers >= 1"),
      (dict(configs=2.5), f"`configs` is 2.5, {MUST['configs']}"), (dict(seed=-1), f"`seed` is -1, {MUST['seed']}"),
      (dict(startup=-1), "`startup` is -1, but must be a number of seconds >= 0, or None"),
-     (dict(max_epochs=0), "`max_epochs` is 0, but must be >= min_epochs (1)")],
+     (dict(max_epochs=0), "`max_epochs` is 0, but must be >= min_epochs (1)"),
+     (dict(early_signal="sure"), "`early_signal` is 'sure', but must be one of 'auto', 'trust', 'doubt'")],
 )  # fmt: skip
 def test_a_replays_bad_values_are_one_line_too(trace, kw, message):
     with pytest.raises(ConfigError) as err:
         replay(trace, **kw)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_early_signal_says_whether_the_first_epochs_judge_and_is_journaled(tmp_path):
+    args = dict(trainable=Net, space={"lr": [0.1]}, deadline="1m", max_epochs=20)
+    args["checkpoint_dir"] = tmp_path
+    default = Experiment(**args)
+    assert default.early_signal == "auto" and default.policy.trust.mode() == "doubt"
+    trusting = Experiment(**args, early_signal="trust")
+    assert trusting.policy.trust.mode() == "trust"  # epoch 1 judges from the first result
+    assert trusting._settings(60.0)["early_signal"] == "trust"  # open() and resume() read it
+    asha = Experiment(**args, policy="asha", early_signal="doubt")
+    assert isinstance(asha.policy, ASHA)  # a policy that never judges by first epochs ignores it
 
 
 def test_everything_after_the_space_is_a_keyword():

@@ -39,8 +39,17 @@ def test_start_builds_an_experiment_from_options(shell, monkeypatch):
     )
     exp = shell.user_ns.pop("e2")
     assert started == [exp]
+    assert exp.early_signal == "auto"  # the default
     assert (exp.max_epochs, exp.eta, exp.cluster, exp.deadline) == (7, 3, 2, 90.0)
     assert exp.policy.name == "asha" and "lr" in exp.source.distributions  # the trainable's space()
+
+
+def test_start_passes_what_the_user_knows_of_the_first_epochs(shell, monkeypatch):
+    monkeypatch.setattr(Experiment, "start", lambda self: self)
+    shell.user_ns["Net"] = Net
+    shell.run_line_magic("hypersched", "start Net --early-signal trust --no-dashboard")
+    exp = shell.user_ns.pop("exp")
+    assert exp.early_signal == "trust" and exp.policy.trust.mode() == "trust"
 
 
 def test_start_shows_the_dashboard(shell, replay, capsys):
@@ -82,6 +91,7 @@ def test_mistakes_are_one_line_usage_errors(shell, line, message):
      ("start Net --address notanaddress", "`cluster` is 'notanaddress', which is not an address"),
      ("start Net --address tcp2://h:1", "unknown address scheme 'tcp2'"),
      ("start Net --name class", "--name 'class' is not a Python identifier"),
+     ("start Net --early-signal maybe", "`--early-signal` is 'maybe', but must be one of 'auto', 'trust', 'doubt'"),
      ("resume runs/a --workers 2 --address tcp://x:1", "argument --address: not allowed with argument --workers")],
 )  # fmt: skip
 def test_bad_options_are_one_line_before_anything_starts(shell, monkeypatch, line, message):

@@ -5,10 +5,23 @@ from __future__ import annotations
 import functools
 import math
 
-from hypersched_nb.core.policies._base import Policy, check_budget
+from hypersched_nb.core.policies._base import (
+    EARLY_SIGNALS,
+    Policy,
+    check_budget,
+    check_early_signal,
+)
 from hypersched_nb.errors import ConfigError
 
-__all__ = ["Policy", "check_budget", "REGISTRY", "create", "names"]
+__all__ = [
+    "EARLY_SIGNALS",
+    "Policy",
+    "check_budget",
+    "check_early_signal",
+    "REGISTRY",
+    "create",
+    "names",
+]
 
 #: name -> "module:Class", imported on first use so one policy's import cost is not all's.
 REGISTRY: dict[str, str] = {}
@@ -41,19 +54,25 @@ def create(
     min_epochs: int | None = None,
     eta: float | None = None,
     seed: int | None = None,
+    early_signal: str | None = None,
     **params,
 ) -> Policy:
     """Build policy ``name`` for a search's budget (R = ``max_epochs``, r = ``min_epochs``,
-    η = ``eta``) and ``seed``, with ``params`` its own settings.
+    η = ``eta``), ``seed`` and ``early_signal``, with ``params`` its own settings.
 
-    The budget is the search's: it is checked here, and each value goes to the policy only
-    if its constructor takes it (a policy without rungs takes no η; one without randomness
-    no seed; None: the policy's default). What a constructor takes is read from its
-    signature, once per class, rather than declared again beside it. A setting the policy
-    does not take is a one-line :class:`ConfigError`.
+    The budget and what the user knows of their curves (``early_signal``, one of
+    :data:`EARLY_SIGNALS`) are the search's: they are checked here, and each value goes to
+    the policy only if its constructor takes it (a policy without rungs takes no η; one
+    without randomness no seed; one that never judges by first epochs no early signal;
+    None: the policy's default). What a constructor takes is read from its signature (and
+    its ``params_class``), once per class, rather than declared again beside it. A setting
+    the policy does not take is a one-line :class:`ConfigError`.
     """
+    if early_signal is not None:
+        check_early_signal(early_signal)
     cls = resolve(name)
     budget = {"max_epochs": max_epochs, "min_epochs": min_epochs, "eta": eta, "seed": seed}
+    budget["early_signal"] = early_signal
     budget = {key: value for key, value in budget.items() if value is not None}
     check_budget(budget.get("max_epochs", math.inf), budget.get("min_epochs", 1), eta)
     takes = _keywords(cls)
@@ -66,18 +85,23 @@ def create(
     return cls(**{k: v for k, v in budget.items() if k in takes}, **params)
 
 
-_BUDGET = frozenset({"max_epochs", "min_epochs", "eta", "seed"})
+_BUDGET = frozenset({"max_epochs", "min_epochs", "eta", "seed", "early_signal", "params"})
 
 
 @functools.cache
 def _keywords(cls: type[Policy]) -> frozenset[str] | None:
-    """The keywords ``cls``'s constructor takes; None when it takes any (``**kwargs``)."""
+    """The keywords ``cls``'s constructor takes: its signature's, and the fields of its
+    ``params_class``; None when it takes any (``**kwargs`` and no ``params_class``)."""
+    import dataclasses
     import inspect
 
     params = inspect.signature(cls).parameters.values()
+    named = frozenset(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+    if cls.params_class is not None:
+        return named | {f.name for f in dataclasses.fields(cls.params_class)}
     if any(p.kind is p.VAR_KEYWORD for p in params):
         return None
-    return frozenset(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+    return named
 
 
 for _name, _target in {

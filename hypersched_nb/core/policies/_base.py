@@ -11,7 +11,18 @@ from hypersched_nb.core.events import Result
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
-__all__ = ["Policy", "check_budget", "evaluation_boundary"]
+__all__ = [
+    "EARLY_SIGNALS",
+    "Policy",
+    "at_least",
+    "check_budget",
+    "check_early_signal",
+    "evaluation_boundary",
+]
+
+#: what the user knows of their curves' first epochs: ``auto`` (let the search find out),
+#: ``trust`` (a first-epoch verdict holds later) or ``doubt`` (show it first)
+EARLY_SIGNALS = ("auto", "trust", "doubt")
 
 
 def check_budget(max_epochs: float, min_epochs: float, eta: float | None = None) -> None:
@@ -22,6 +33,22 @@ def check_budget(max_epochs: float, min_epochs: float, eta: float | None = None)
         raise ConfigError(f"`max_epochs` is {max_epochs}, but must be >= min_epochs ({min_epochs})")
     if eta is not None and not eta > 1:
         raise ConfigError(f"`eta` is {eta}, but must be > 1")
+
+
+def check_early_signal(value: object, name: str = "early_signal") -> str:
+    """``early_signal`` is one of :data:`EARLY_SIGNALS`, else a one-line error naming them."""
+    if not isinstance(value, str) or value not in EARLY_SIGNALS:
+        raise ConfigError(
+            f"`{name}` is {value!r}, but must be one of {', '.join(map(repr, EARLY_SIGNALS))}"
+        )
+    return value
+
+
+def at_least(**checks: tuple[float | None, float]) -> None:
+    """``at_least(eta=(eta, 2))``: a one-line error for a value below its bound (None passes)."""
+    for name, (value, low) in checks.items():
+        if value is not None and not value >= low:
+            raise ConfigError(f"`{name}` is {value}, but must be >= {low}")
 
 
 def evaluation_boundary(boundary: int | None, fraction: float, max_epochs: int) -> int:
@@ -68,6 +95,10 @@ class Policy:
 
     #: does it size the cluster (``cluster_size``)? Only then does the driver ask it.
     elastic: ClassVar[bool] = False
+
+    #: a frozen dataclass of the policy's own settings, each field a keyword its constructor
+    #: takes (through ``**settings``); None: the constructor's signature lists them
+    params_class: ClassVar[type | None] = None
 
     def on_trial_add(self, trial: Trial, ctx: PolicyContext) -> None:
         pass

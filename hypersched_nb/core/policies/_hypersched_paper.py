@@ -62,10 +62,9 @@ from hypersched_nb.core.decisions import CONTINUE, Verdict
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies._base import Policy, check_budget
 from hypersched_nb.core.policies._describe import duration, epoch_list, time_left, top_share
-from hypersched_nb.core.policies._hypersched_rules import (
-    PausedQueue,
+from hypersched_nb.core.policies._paused import PausedQueue
+from hypersched_nb.core.policies._reallocation import (
     Reallocation,
-    admission_open,
     startup_overhead,
     startup_sample,
 )
@@ -73,9 +72,24 @@ from hypersched_nb.core.policies._rungs import Rung, milestones
 from hypersched_nb.core.policies._sample import Sample
 from hypersched_nb.core.trial import Trial
 
-__all__ = ["HyperSchedPaper"]
+__all__ = ["HyperSchedPaper", "admission_open"]
 
 _CLOSED = "admission closed: no new trial can catch the leader by the deadline"
+
+
+def admission_open(
+    time_left: float,
+    longest: float,
+    startup: float,
+    eta: float,
+    max_epochs: int,
+    median_epoch: float | None,
+) -> tuple[bool, float]:
+    """May a trial start? T_left > min((longest − O)·η, R·median epoch): (open, bar)."""
+    bar = (longest - startup) * eta
+    if median_epoch is not None:
+        bar = min(bar, max_epochs * median_epoch)
+    return time_left > bar, bar
 
 
 class HyperSchedPaper(Policy):

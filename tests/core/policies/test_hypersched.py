@@ -3,6 +3,7 @@ hypersched_nb/core/policies/_hypersched.py), each where it differs from the pape
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -12,9 +13,9 @@ from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.decisions import Decision
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies import create
-from hypersched_nb.core.policies._hypersched import HyperSched
+from hypersched_nb.core.policies._hypersched import HyperSched, HyperSchedParams
 from hypersched_nb.core.policies._hypersched_paper import HyperSchedPaper
-from hypersched_nb.core.policies._hypersched_rules import keep_agreement, trusted
+from hypersched_nb.core.policies._trust import keep_agreement, trusted
 from hypersched_nb.core.scaling import LINEAR, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
@@ -119,7 +120,12 @@ def test_the_lowest_rung_is_trusted_once_its_verdicts_hold_at_the_next():
     assert hs.trust.trusted[0] is True  # 8 pairs, the two kept beat the six others: AUC 1
     assert hs.trust.agreement[0] == (1.0, 8)
     assert report(hs, trial(99), 1, 0.0).decision is PAUSE  # rung 1 now judges
-    assert hs.describe(OPEN).startswith("keeping the top 3 of 9 after epoch 1 ·")
+    assert hs.describe(OPEN).startswith(
+        "trusting epoch 1 (AUC 1.00 > 0.91 at epoch 4) · keeping the top 3 of 9 after epoch 1 ·"
+    )
+    assert hs.early_signal_state() == (
+        "trust: epoch 1's verdicts held at epoch 4 (AUC 1.00 > 0.91 over 8 pairs)"
+    )
 
 
 def test_an_inverted_lowest_rung_stays_on_probation():
@@ -264,7 +270,7 @@ def test_workers_are_reallocated_only_once_exploring_is_over():
     targets = hs.allocate(at(100.0, trials=trials, scaling=LINEAR))
     assert targets == {0: 3, 1: 3, 2: 2}  # the paper's UNIFORM split, best first
     top = policy(split="top_job")
-    top._first, top._later = hs._first, hs._later
+    top.admit = hs.admit
     assert top.allocate(at(100.0, trials=trials, scaling=LINEAR)) == {0: 6, 1: 1, 2: 1}
 
 
@@ -317,6 +323,89 @@ def test_bad_parameters_are_one_line_errors(params, message):
         policy(**params)
 
 
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"probation": -1}, "`probation` is -1, but must be >= 0"),
+        ({"probation_floor": 1.2}, "`probation_floor` is 1.2, but must be in [0, 1) (an AUC)"),
+        ({"depth_window": 1}, "`depth_window` is 1, but must be >= 2"),
+        ({"recharge": -1}, "`recharge` is -1, but must be >= 0"),
+        ({"early_signal": "maybe"}, "`early_signal` is 'maybe', but must be one of 'auto', 'trust', 'doubt'"),
+        ({"probaton": 2}, "hypersched has no setting `probaton` (its settings: breadth_reach,"),
+    ],
+)  # fmt: skip
+def test_the_params_object_checks_itself_in_one_line(params, message):
+    for make in (lambda: HyperSchedParams.of(**params), lambda: policy(**params)):
+        with pytest.raises(ConfigError) as err:
+            make()
+        assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_the_params_object_is_frozen_and_the_keywords_build_it():
+    params = HyperSchedParams(probation=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        params.probation = 0
+    assert policy(probation=2).params == params == policy(params=params).params
+    assert policy(params=params, promote=True).params.probation == 2  # keywords change a copy
+
+
+# ------------------------------------------------------------------ early_signal
+
+
+def test_trust_judges_at_epoch_1_from_the_first_result_and_never_waits_on_it():
+    hs = policy(early_signal="trust")
+    assert hs.trust.trusted == [True, True, True] and hs.trust.mode() == "trust"
+    report(hs, trial(0), 1, 0.9)
+    assert report(hs, trial(1), 1, 0.1).decision is PAUSE  # judged at once, as ASHA
+    assert hs.early_signal_state() == "trust: epoch 1 judges from the start (early_signal='trust')"
+    assert hs.describe(OPEN).startswith("trusting epoch 1, as told · keeping the top")
+    assert " after epoch 1 · " in hs.describe(OPEN)
+
+
+def test_trust_stays_trust_whatever_epoch_1_later_shows():
+    hs = policy(early_signal="trust")
+    for tid in range(32):
+        t = trial(tid)
+        report(hs, t, 1, 1 - tid / 100)  # each later trial worse at epoch 1 …
+        report(hs, t, 4, tid / 100)  # … and better at epoch 4: an inverted first epoch
+    assert hs.trust.mode() == "trust" and hs.trust.trusted[0]  # the user said so
+
+
+@pytest.mark.parametrize("signal", ["auto", "doubt"])
+def test_auto_and_doubt_start_in_doubt_and_earning_trust_is_the_switch(signal):
+    hs = policy(early_signal=signal)
+    assert hs.trust.mode() == "doubt"
+    assert (
+        hs.early_signal_state() == "doubt: epoch 1 not yet shown to predict epoch 4 (0 of 8 pairs)"
+    )
+    assert hs.describe(OPEN).startswith("doubting epoch 1 until it predicts epoch 4 · ")
+    for tid in range(8):
+        t = trial(tid)
+        report(hs, t, 1, tid / 100)
+        report(hs, t, 4, 0.5 + tid / 100)  # the same order at epoch 4: the verdicts hold
+    assert hs.trust.mode() == "trust"  # the probation rung earned trust: auto switched
+    assert hs.early_signal_state().startswith("trust: epoch 1's verdicts held at epoch 4 (AUC 1.00")
+
+
+def test_doubt_says_why_it_still_doubts():
+    hs = policy()
+    for tid in range(8):
+        t = trial(tid)
+        report(hs, t, 1, tid / 100)
+        report(hs, t, 4, 1 - tid / 100)  # inverted
+    assert hs.early_signal_state() == (
+        "doubt: epoch 1 not yet shown to predict epoch 4 (AUC 0.00 < 0.91 over 8 pairs)"
+    )
+    assert hs.describe(OPEN).startswith("doubting epoch 1 (AUC 0.00 < 0.91 at epoch 4) · ")
+
+
+def test_with_one_rung_or_no_probation_there_is_nothing_to_doubt():
+    assert policy(max_epochs=3).early_signal_state() == "trust: epoch 1 is the only epoch judged"
+    assert policy(probation=0).early_signal_state() == (
+        "trust: epoch 1 judges from the start (no epoch on probation)"
+    )
+
+
 def test_is_the_registered_default():
     assert isinstance(create("hypersched", max_epochs=10), HyperSched)
 
@@ -358,7 +447,7 @@ def test_end_to_end_respects_the_deadline_and_is_deterministic(deadline):
     assert journal == rows[1].outcome.journal  # the same seed replays exactly
     assert rows[0].record.best == rows[1].record.best
     describe = rows[0].driver.policy.describe(rows[0].driver.context())
-    assert describe.startswith("keeping the top ") and "\n" not in describe
+    assert " · keeping the top " in describe and "\n" not in describe
 
 
 def test_end_to_end_reallocates_spare_workers_near_the_deadline():

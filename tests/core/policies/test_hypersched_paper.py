@@ -13,8 +13,8 @@ from hypersched_nb.core.decisions import Decision
 from hypersched_nb.core.events import Result
 from hypersched_nb.core.policies import create
 from hypersched_nb.core.policies._hypersched_paper import HyperSchedPaper
-from hypersched_nb.core.policies._hypersched_rules import (
-    PausedQueue,
+from hypersched_nb.core.policies._paused import PausedQueue
+from hypersched_nb.core.policies._reallocation import (
     grow_pays,
     split_top_job,
     split_uniform,

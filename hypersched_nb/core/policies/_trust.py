@@ -1,0 +1,167 @@
+"""HyperSched's rule 2: which rungs judge, that is whether the first epochs are trusted.
+
+First-epoch scores can rank trials badly or backwards (warm-up, initialisation, a slow
+first epoch), so the default starts in *doubt*: the lowest ``probation`` rungs record values
+but judge no one until their verdicts hold at the next rung. At ``pairs``·2^j trials seen at
+both a rung and the next (8, 16, 32 …), the chance that a trial the rung would keep (its top
+1/η) beats, at the next rung, one it would pause (the Mann–Whitney AUC of
+:func:`keep_agreement`) must exceed ``floor`` (chance, 0.5) by ``z`` standard errors under
+chance, sqrt((n₁ + n₂ + 1) / (12·n₁·n₂)). The AUC looks only at the verdict, so a noisy
+order among trials that both fail does not count. When the lowest rung passes, the search
+switches to *trust*: epoch r judges from then on.
+
+The user who knows their curves says so (``early_signal``):
+
+- ``"doubt"``: as above (the probation rung earns trust);
+- ``"trust"``: no rung is on probation: epoch r judges from the first result, as in ASHA;
+- ``"auto"`` (the default): for now the same decisions as ``"doubt"``: the probation rung
+  earning trust *is* the switch from doubt to trust. (Deciding from more of the search's
+  own evidence is a later step.)
+
+:meth:`Trust.state` says which mode the search is in and why, in one line.
+
+Example:
+    >>> keep_agreement([1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8], eta=4)
+    (1.0, 2, 6)
+    >>> round(needed_auc(2, 6, z=1.645, floor=0.5), 2)  # eight pairs: AUC 1 passes, 0.75 fails
+    0.91
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from hypersched_nb.core.policies._describe import epoch_number
+from hypersched_nb.core.policies._rungs import Rung
+from hypersched_nb.core.policies._sample import percentile
+
+__all__ = ["Trust", "keep_agreement", "needed_auc", "trusted"]
+
+
+def keep_agreement(
+    low: Sequence[float], high: Sequence[float], eta: float
+) -> tuple[float, int, int]:
+    """How well a rung's verdicts hold at the next rung: the probability that a trial it
+    would keep (top 1/η of ``low``) beats, at the next rung (``high``), one it would pause
+    (ties count half). 0.5: no better than chance; below: inverted. Returns (AUC, kept, paused)."""
+    if len(low) < 2:
+        return 0.5, 0, len(low)
+    cutoff = percentile(sorted(low), (1 - 1 / eta) * 100)
+    kept = [h for a, h in zip(low, high, strict=True) if a >= cutoff]
+    paused = [h for a, h in zip(low, high, strict=True) if not a >= cutoff]
+    if not kept or not paused:
+        return 0.5, len(kept), len(paused)
+    n = len(kept) * len(paused)
+    wins = sum(k > p for k in kept for p in paused)
+    ties = sum(k == p for k in kept for p in paused)
+    return wins / n + 0.5 * (ties / n), len(kept), len(paused)
+
+
+def needed_auc(kept: int, paused: int, z: float, floor: float) -> float:
+    """The AUC that is above ``floor`` by ``z`` standard errors under chance."""
+    return floor + z * math.sqrt((kept + paused + 1) / (12 * kept * paused))
+
+
+def trusted(auc: float, kept: int, paused: int, z: float, floor: float) -> bool:
+    """Is ``auc`` above ``floor`` with confidence ``z``?"""
+    if not kept or not paused:
+        return False
+    return auc - z * math.sqrt((kept + paused + 1) / (12 * kept * paused)) > floor
+
+
+class Trust:
+    """Which of ``rungs`` judge: all but the lowest ``probation`` ones (never the top rung),
+    each of those until it passes the test of the module docstring at ``pairs``·2^j pairs.
+    ``early_signal`` is the user's word, for :meth:`state` (``"trust"`` comes with
+    ``probation=0``: see ``HyperSchedParams.probation_rungs``)."""
+
+    __slots__ = ("_doubted", "_first", "_needed", "agreement", "early_signal", "milestones")
+    __slots__ += ("eta", "floor", "pairs", "seen", "trusted", "z")
+
+    def __init__(
+        self,
+        rungs: Sequence[Rung],
+        *,
+        probation: int,
+        pairs: int,
+        z: float,
+        floor: float,
+        eta: float,
+        early_signal: str = "auto",
+    ):
+        first = min(probation, len(rungs) - 1)  # the top rung is never on probation
+        self.trusted = [i >= first for i in range(len(rungs))]
+        self._first = first  # trusted.index(True), kept: ``trusted`` changes only in pair()
+        self._doubted = first > 0  # did the search start in doubt?
+        self.milestones = [rung.milestone for rung in rungs]
+        self.early_signal = early_signal
+        self.agreement: dict[int, tuple[float, int]] = {}  # rung -> (AUC, pairs) last tested
+        self._needed: dict[int, float] = {}  # rung -> the AUC its last test needed
+        self.seen = [0] * len(rungs)  # trials recorded at rung i and then at rung i + 1
+        self.pairs, self.z, self.floor, self.eta = pairs, z, floor, eta
+
+    def first(self) -> int:
+        """Index of the lowest trusted rung: the first that judges."""
+        return self._first
+
+    def mode(self) -> str:
+        """``"trust"`` once the lowest rung judges, else ``"doubt"``."""
+        return "trust" if self._first == 0 else "doubt"
+
+    def pair(self, low: Rung, high: Rung, i: int) -> bool:
+        """One more trial reached rung i + 1 after rung i; True when rung i became trusted."""
+        self.seen[i] += 1
+        times, rest = divmod(self.seen[i], self.pairs)
+        if self.trusted[i] or rest or not times or times & (times - 1):  # not at n0·2^j
+            return False
+        both = [t for t in high.recorded if t in low.recorded]
+        a = [low.recorded[t] for t in both]
+        auc, kept, paused = keep_agreement(a, [high.recorded[t] for t in both], self.eta)
+        self.agreement[i] = (auc, len(both))
+        if kept and paused:
+            self._needed[i] = needed_auc(kept, paused, self.z, self.floor)
+        self.trusted[i] = trusted(auc, kept, paused, self.z, self.floor)
+        self._first = self.trusted.index(True)
+        return self.trusted[i]
+
+    def state(self) -> str:
+        """The mode and why, in one line: "doubt: epoch 1 not yet shown to predict epoch 4
+        (AUC 0.58 < 0.71 over 8 pairs)", "trust: epoch 1's verdicts held at epoch 4 (…)"."""
+        low = f"epoch {epoch_number(self.milestones[0])}"
+        if len(self.milestones) == 1:
+            return f"trust: {low} is the only epoch judged"
+        if self.early_signal == "trust":
+            return f"trust: {low} judges from the start (early_signal='trust')"
+        if not self._doubted:
+            return f"trust: {low} judges from the start (no epoch on probation)"
+        return f"{self.mode()}: {self._evidence()}"
+
+    def short(self) -> str:
+        """:meth:`state` for the policy line: "doubting epoch 1 (AUC 0.58 < 0.71 at epoch 4)",
+        "trusting epoch 1, as told"."""
+        low = f"epoch {epoch_number(self.milestones[0])}"
+        verb = "trusting" if self.mode() == "trust" else "doubting"
+        if len(self.milestones) == 1 or not self._doubted and self.early_signal != "trust":
+            return f"{verb} {low}"
+        if self.early_signal == "trust":
+            return f"{verb} {low}, as told"
+        high = f"epoch {epoch_number(self.milestones[1])}"
+        if 0 not in self.agreement:
+            return f"{verb} {low} until it predicts {high}"
+        return f"{verb} {low} (AUC {self.agreement[0][0]:.2f}{self._bar()} at {high})"
+
+    def _bar(self) -> str:
+        """The AUC the lowest rung's last test needed, as " > 0.71" (held) or " < 0.71"."""
+        needed = self._needed.get(0)
+        return "" if needed is None else f" {'>' if self.trusted[0] else '<'} {needed:.2f}"
+
+    def _evidence(self) -> str:
+        """What the lowest rung's last test found (or how far it is from its first)."""
+        low, high = (f"epoch {epoch_number(m)}" for m in self.milestones[:2])
+        if 0 not in self.agreement:
+            return f"{low} not yet shown to predict {high} ({self.seen[0]} of {self.pairs} pairs)"
+        auc, n = self.agreement[0]
+        if self.trusted[0]:
+            return f"{low}'s verdicts held at {high} (AUC {auc:.2f}{self._bar()} over {n} pairs)"
+        return f"{low} not yet shown to predict {high} (AUC {auc:.2f}{self._bar()} over {n} pairs)"
