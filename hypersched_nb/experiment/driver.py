@@ -426,6 +426,13 @@ class Driver:
         self.outcome.ended_at = now
         self._bill(now)
         self.outcome.worker_seconds_billed = self._billed
+        if self._elastic and self.capacity > 0:  # the search is over: give the workers back
+            why = (
+                "nothing left to train" if not (self._stopping or now >= self._deadline) else reason
+            )
+            self._log(now, None, "ScaleCluster", f"{self.capacity} -> 0 workers: {why}")
+            self.runtime.execute(ScaleCluster(0))
+            self.capacity = self._inputs.scaled(0)
 
     # ------------------------------------------------------------------ helpers
 

@@ -488,14 +488,16 @@ def test_workers_asked_for_are_billed_and_handed_out_once_the_cluster_reports_th
     starts = [(i.trial_id, driver.trials[i.trial_id].started_at) for i in rt.instructions
               if type(i) is Start]  # fmt: skip
     assert starts == [(0, 0.0), (1, 12.0), (2, 12.0)]  # none onto a worker not there yet
-    assert [i for i in rt.instructions if type(i) is ScaleCluster] == [ScaleCluster(3)]  # once
+    asked = [i for i in rt.instructions if type(i) is ScaleCluster]
+    assert asked == [ScaleCluster(3), ScaleCluster(0)]  # once, then all back at the end
     assert out.worker_seconds_billed == pytest.approx(1 * 12.0 + 3 * (out.ended_at - 12.0))
 
 
 def test_a_worker_the_cluster_adds_unasked_is_given_back():
     batches = [[WorkersChanged(12.0, 3)], [Result(0, 1, 0.6, 15.0, 15.0, 1, done=True)]]
     _driver, out, rt = fake_drive(WantsThree(), batches, configs=1)  # max_workers: the 1 there
-    assert [i for i in rt.instructions if type(i) is ScaleCluster] == [ScaleCluster(1)]
+    asked = [i for i in rt.instructions if type(i) is ScaleCluster]
+    assert asked == [ScaleCluster(1), ScaleCluster(0)]  # the last at the end of the search
     assert {
         "time": 12.0,
         "trial": None,

@@ -71,16 +71,22 @@ def test_the_driver_grants_a_size_between_what_is_held_and_the_maximum():
     driver, rt = run(Scripted())
     out = driver.outcome
     # t = 0: 2 workers, two trials start; t = 10: 1 is asked, but both still hold a worker;
-    # t = 20: both complete, the cluster shrinks to 1 and the third trial runs until t = 40
+    # t = 20: both complete, the cluster shrinks to 1 and the third trial runs until t = 40,
+    # when the search is over and gives its last worker back
     sizes = [(e["time"], e["reason"]) for e in out.journal if e["action"] == "ScaleCluster"]
-    assert sizes == [(0.0, "1 -> 2 workers"), (20.0, "2 -> 1 workers")]
+    assert sizes == [
+        (0.0, "1 -> 2 workers"),
+        (20.0, "2 -> 1 workers"),
+        (40.0, "1 -> 0 workers: nothing left to train"),
+    ]
     assert out.ended_at == pytest.approx(40.0)
     assert out.worker_seconds_billed == pytest.approx(2 * 20 + 1 * 20)  # ∫ size dt
 
 
 def test_a_request_past_the_maximum_gets_the_maximum():
     driver, rt = run(Scripted(size=10), max_workers=4)
-    assert rt.workers() == 4 and driver.capacity == 4  # clamped, not refused
+    asked = [e["reason"] for e in driver.outcome.journal if e["action"] == "ScaleCluster"]
+    assert asked[0] == "1 -> 4 workers"  # clamped, not refused
     # three trials at once on 4 workers: all done at t = 20, billed for all 4 workers
     assert driver.outcome.worker_seconds_billed == pytest.approx(4 * 20)
 
@@ -164,3 +170,17 @@ def test_the_benchmark_refuses_a_budget_that_is_not_positive(tmp_path, capsys):
     ]
     assert cli.main(args) == 2  # refused before anything runs
     assert "`--cost-budget` is 0.0, but must be > 0" in capsys.readouterr().err
+
+
+def test_a_search_that_ends_at_its_deadline_gives_its_workers_back_after_billing_them():
+    clock = VirtualClock()
+    rt = SimRuntime(THREE, clock, 1, max_workers=4)
+    driver = Driver(Scripted(size=3), rt, clock, iter(offers(THREE, 3, 0)), deadline=15.0,
+                    max_epochs=2, journal=True, max_workers=4)  # fmt: skip
+    out = driver.run()
+    assert out.journal[-1] == {
+        "time": 15.0, "trial": None, "action": "ScaleCluster",
+        "reason": "3 -> 0 workers: deadline reached",
+    }  # fmt: skip
+    assert rt.workers() == 0 and driver.capacity == 0
+    assert out.worker_seconds_billed == pytest.approx(3 * 15.0)  # billed up to the deadline
