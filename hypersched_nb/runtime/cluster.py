@@ -117,12 +117,18 @@ def _reachable(address) -> None:
             time.sleep(0.2)
 
 
+WORKER_PROFILE = "distributed.worker.profile.enabled"
+
+
 def _local_cluster(workers: int | None, threads: int):
     from distributed import LocalCluster
 
     common = {
         "threads_per_worker": threads,
         "dashboard_address": "127.0.0.1:0",  # loopback, a free port: never clash with another
+        # each worker's nanny hands this to its worker process: no statistical profiler
+        # interrupting the training thread every 10 ms (Dask's dashboard "Profile" page)
+        "config": {WORKER_PROFILE: False},
     }
     gpus = _cuda_devices()
     if gpus:

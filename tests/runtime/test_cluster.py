@@ -137,3 +137,23 @@ def test_an_address_is_read_without_connecting(address, found):
     assert cluster.check_address(address, "cluster") == found
     with pytest.raises(ConfigError, match="^`cluster` is 'sched', which is not an address"):
         cluster.check_address("sched", "cluster")  # the parameter the user gave is named
+
+
+@pytest.mark.cluster
+def test_local_workers_run_no_statistical_profiler_and_keep_the_kernels_dask_config():
+    import dask
+
+    with dask.config.set({"distributed.worker.memory.target": 0.55}):
+        client, close = cluster.start_cluster(1)
+    try:
+        seen = client.run(
+            lambda dask_worker: (
+                sorted(dask_worker.periodic_callbacks),
+                dask.config.get("distributed.worker.memory.target"),
+            )
+        )
+    finally:
+        close()
+    ((callbacks, target),) = seen.values()
+    assert "profile" not in callbacks and "heartbeat" in callbacks  # no 10 ms stack sampling
+    assert target == 0.55  # what the kernel set still reaches the worker
