@@ -1,7 +1,7 @@
 """Orchestration overhead of the Dask runtime, side by side with a plain training loop.
 
     python benchmarks/runtime_overhead.py [--epoch-seconds 1.0,0.1] [--seconds 10] [--repeats 5]
-                                          [--epochs N] [--work duration|fixed]
+                                          [--epochs N] [--work duration|fixed] [--worker-profile]
 
 The same trainable (``hypersched_nb.testing.trainables.TinyRegression`` plus a stand-in
 for an epoch's compute) trains ``--seconds`` of epochs of each length, side by side in one
@@ -137,6 +137,24 @@ def halt_seconds(client, config: dict) -> float:
             runtime.close()
 
 
+def _profiled_cluster():
+    """One local worker as ``start_cluster(1)`` starts it, but with Dask's statistical
+    profiler on (its default): ``(client, close)``."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    )  # fmt: skip
+    client = Client(cluster)
+
+    def close() -> None:
+        client.close()
+        cluster.close()
+
+    return client, close
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--epoch-seconds", default="1.0,0.1")
@@ -145,6 +163,12 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--work", choices=("duration", "fixed"), default="duration")
     p.add_argument("--batch-seconds", type=float, default=1.0)  # DaskRuntime's default
+    p.add_argument(
+        "--worker-profile",
+        action="store_true",
+        help="start the worker with Dask's statistical profiler on, as Dask does by default "
+        "(hypersched_nb's local clusters turn it off): what it costs, measured the same way",
+    )
     p.add_argument("--plain", help=argparse.SUPPRESS)  # internal: run the plain loop here
     args = p.parse_args()
     if args.plain is not None:
@@ -153,7 +177,7 @@ def main() -> None:
     from hypersched_nb.runtime import start_cluster
     from hypersched_nb.testing.trainables import spin
 
-    client, close = start_cluster(1)
+    client, close = _profiled_cluster() if args.worker_profile else start_cluster(1)
     try:
         through_hypersched(client, {"lr": 0.05}, 1)  # warm-up: torch imported on the worker
         rows, halts = [], []
@@ -185,7 +209,10 @@ def main() -> None:
     finally:
         close()
 
-    print(f"\nOrchestration overhead: median of {args.repeats}, work={args.work}")
+    profiler = "on" if args.worker_profile else "off"
+    print(
+        f"\nOrchestration overhead: median of {args.repeats}, work={args.work}, worker profiler {profiler}"
+    )
     print(
         f"{'epoch s':>8} {'epochs':>7} {'plain loop s':>13} {'hypersched s':>13} {'ratio':>7} "
         f"{'overhead ms/epoch':>18} {'best/best':>10} {'journal on':>11}"
