@@ -225,8 +225,8 @@ class HyperSched(Policy):
     def describe(self, ctx: PolicyContext) -> str:
         """What it does now and why, in the user's words: whether it trusts the first epoch
         and why, whom it keeps, the time left, and whether it explores, admits no new trials
-        or gives the freed workers to the leaders: "doubting epoch 1 (AUC 0.58 < 0.71 at
-        epoch 4) · keeping the top 8 of 40 after epoch 4 · 5 min left: no new trials (epoch 8
+        or gives the freed workers to the leaders: "doubting epoch 1: 58% agreement
+        with epoch 4, 71% needed · keeping the top 8 of 40 after epoch 4 · 5 min left: no new trials (epoch 8
         out of reach), leaders get freed workers". Rule 4's numbers stay in the reasons."""
         head = f"{self.trust.short()} · {self._keeping()}"
         if math.isfinite(ctx.deadline) and ctx.time_left <= 0:

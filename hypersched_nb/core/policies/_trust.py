@@ -138,8 +138,10 @@ class Trust:
         return f"{self.mode()}: {self._evidence()}"
 
     def short(self) -> str:
-        """:meth:`state` for the policy line: "doubting epoch 1 (AUC 0.58 < 0.71 at epoch 4)",
-        "trusting epoch 1, as told"."""
+        """:meth:`state` for the policy line, in the user's words: "doubting epoch 1: 58%
+        agreement with epoch 4, 71% needed" (the share of pairs, a trial epoch 1 keeps
+        against one it pauses, that epoch 4 orders the same way: the AUC), "trusting epoch
+        1: 100% agreement with epoch 4", "trusting epoch 1, as told"."""
         low = f"epoch {epoch_number(self.milestones[0])}"
         verb = "trusting" if self.mode() == "trust" else "doubting"
         if len(self.milestones) == 1 or not self._doubted and self.early_signal != "trust":
@@ -149,7 +151,9 @@ class Trust:
         high = f"epoch {epoch_number(self.milestones[1])}"
         if 0 not in self.agreement:
             return f"{verb} {low} until it predicts {high}"
-        return f"{verb} {low} (AUC {self.agreement[0][0]:.2f}{self._bar()} at {high})"
+        agreed = f"{verb} {low}: {self.agreement[0][0]:.0%} agreement with {high}"
+        needed = self._needed.get(0)
+        return agreed if self.trusted[0] or needed is None else f"{agreed}, {needed:.0%} needed"
 
     def _bar(self) -> str:
         """The AUC the lowest rung's last test needed, as " > 0.71" (held) or " < 0.71"."""

@@ -32,8 +32,8 @@ from hypersched_nb.testing.pytest_policies import SCENARIOS, run_watched
 
 MAX_EPOCHS = 16  # run_watched's budget: R = 16, r = 1, η = 2
 #: characters: one line under the dashboard's header (which wraps a longer one); hypersched's
-#: leads with whether it trusts the first epoch and why, "doubting epoch 1 (AUC 0.58 < 0.71
-#: at epoch 4) · ", which the rest of the line (120 characters at most before) leaves room for
+#: leads with whether it trusts the first epoch and why, "doubting epoch 1: 58% agreement
+#: with epoch 4, 71% needed · ", which the rest (120 characters at most before) leaves room for
 LONGEST = 170
 
 #: words that belong to the code and the papers, not to the user
@@ -233,7 +233,7 @@ def test_hypersched_at_the_deadline_and_without_one():
 def test_hypersched_replayed_explores_first_then_gives_the_leaders_the_freed_workers():
     mid = next(s for s in SCENARIOS if s.id == "mid")
     lines = lines_of_a_search("hypersched", mid)[1:-3]  # the search's own moments
-    phases = [line.split(": ", 1)[1] for line in lines if ": " in line]
+    phases = [line.split(" left: ", 1)[1] for line in lines if " left: " in line]
     assert phases[0].startswith("exploring while a new trial can still reach epoch")
     last_exploring = max(i for i, p in enumerate(phases) if p.startswith("exploring"))
     first_closed = min(i for i, p in enumerate(phases) if p.startswith("no new trials"))

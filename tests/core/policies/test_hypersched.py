@@ -121,7 +121,7 @@ def test_the_lowest_rung_is_trusted_once_its_verdicts_hold_at_the_next():
     assert hs.trust.agreement[0] == (1.0, 8)
     assert report(hs, trial(99), 1, 0.0).decision is PAUSE  # rung 1 now judges
     assert hs.describe(OPEN).startswith(
-        "trusting epoch 1 (AUC 1.00 > 0.91 at epoch 4) · keeping the top 3 of 9 after epoch 1 ·"
+        "trusting epoch 1: 100% agreement with epoch 4 · keeping the top 3 of 9 after epoch 1 ·"
     )
     assert hs.early_signal_state() == (
         "trust: epoch 1's verdicts held at epoch 4 (AUC 1.00 > 0.91 over 8 pairs)"
@@ -396,7 +396,9 @@ def test_doubt_says_why_it_still_doubts():
     assert hs.early_signal_state() == (
         "doubt: epoch 1 not yet shown to predict epoch 4 (AUC 0.00 < 0.91 over 8 pairs)"
     )
-    assert hs.describe(OPEN).startswith("doubting epoch 1 (AUC 0.00 < 0.91 at epoch 4) · ")
+    assert hs.describe(OPEN).startswith(
+        "doubting epoch 1: 0% agreement with epoch 4, 91% needed · "
+    )
 
 
 def test_with_one_rung_or_no_probation_there_is_nothing_to_doubt():
