@@ -123,7 +123,7 @@ def check(case: Case) -> Checked:
 
     def look(driver: Driver) -> None:
         now = driver.clock.now()
-        standing = detach(driver, now=now, offers_left=offers_left(driver._offers))
+        standing = detach(driver, now=now, offers_left=offers_left(driver._inputs.offers))
         seen["forecast"] = forecast(
             standing, workers=[case.workers, 2 * case.workers], runs=case.runs, seed=case.seed
         )
@@ -164,7 +164,9 @@ def speed(trace_name: str, workers: int, policy: str, repeat: int = 3) -> tuple[
     times = []
 
     def look(driver: Driver) -> None:
-        standing = detach(driver, now=driver.clock.now(), offers_left=offers_left(driver._offers))
+        standing = detach(
+            driver, now=driver.clock.now(), offers_left=offers_left(driver._inputs.offers)
+        )
         for _ in range(repeat):
             t0 = time.perf_counter()
             forecast(
