@@ -1,0 +1,129 @@
+"""The dashboard's forecast panel: a band of the expected best against the deadline, with the
+deadline marked; what more workers would give; its own thread, which never holds the
+dashboard while it simulates."""
+
+import threading
+import time
+
+import pytest
+
+from hypersched_nb.notebook.dashboard import Dashboard
+from hypersched_nb.notebook.forecast_panel import NO_PRIOR, ForecastPanel, cluster_sizes
+from hypersched_nb.testing.halt import halted_replay
+from tests.notebook.conftest import small_trace
+
+
+@pytest.fixture
+def halted():
+    """A search held still at 40 s of its 120 s (3 workers), released and over after the test."""
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    yield exp
+    halt.release()
+    exp.wait()
+
+
+@pytest.fixture
+def unreported():
+    """A search held still at 5 s, before its first result (epochs take 10 s)."""
+    exp, halt = halted_replay(small_trace(), at=5, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    yield exp
+    halt.release()
+    exp.wait()
+
+
+class SlowForecasts:
+    """The search, as the dashboard sees it, whose forecasts wait (once in, holding nothing
+    of the dashboard's) until the test lets them go on."""
+
+    def __init__(self, exp):
+        self.exp = exp
+        self.entered, self.go_on = threading.Event(), threading.Event()
+
+    def statistics(self):
+        return self.exp.statistics()
+
+    @property
+    def deadline(self):
+        return self.exp.deadline
+
+    @deadline.setter
+    def deadline(self, spec):
+        self.exp.deadline = spec
+
+    def forecast(self, *args, **kw):
+        self.entered.set()
+        assert self.go_on.wait(60)
+        return self.exp.forecast(*args, **kw)
+
+
+def marker(panel: ForecastPanel) -> float:
+    (line,) = [s for s in panel.figure.layout.shapes if s.yref == "paper"]
+    assert line.x0 == line.x1
+    return line.x0
+
+
+def test_the_band_marks_the_deadline_and_the_marker_follows_the_slider(halted):
+    dash = Dashboard(halted, forecast_every=30)
+    band = dash.forecast.update()  # what its thread does every 30 s
+    assert band.workers == (3, 4, 6) == cluster_sizes(3)  # now, half as many more, twice
+    assert band.deadlines == (40.0, 80.0, 120.0, 160.0, 200.0)  # now + 0.5-2 × the time left
+    names = [t.name for t in dash.forecast.figure.data]
+    assert names[1] == "10-90 %" and dash.forecast.figure.data[1].fill == "tonexty"
+    assert "expected, 3 workers" in names and "6 workers" in names
+    assert marker(dash.forecast) == 120.0
+    assert halted.last_forecast.forecast.outlooks[0].deadline == 80.0  # the search remembers it
+    dash.slider.value = 3.0  # minutes
+    assert halted.deadline == 180.0 and marker(dash.forecast) == 180.0
+    points = band.at(180.0)  # read on the band, between 160 s and 200 s
+    assert "by 180s on 3 workers" in dash.forecast.title.value
+    assert f"<b>{points[0].expected:.4g}</b>" in dash.forecast.title.value
+    assert "+3 workers would give" in dash.forecast.table.value
+    assert "a new one is on its way" not in dash.forecast.title.value
+    dash.slider.value = 5.0  # beyond the band: a new forecast is asked for at once
+    assert marker(dash.forecast) == 300.0 and dash.forecast._wake.is_set()
+    assert "beyond this forecast (up to 200s): a new one is on its way" in dash.forecast.title.value
+
+
+def test_a_slider_move_is_handled_while_a_forecast_runs(halted):
+    slow = SlowForecasts(halted)
+    dash = Dashboard(slow, forecast_every=30)
+    dash.forecast.start()
+    assert slow.entered.wait(30)  # the panel's thread is in the forecast now
+    mover = threading.Thread(target=setattr, args=(dash.slider, "value", 2.5), daemon=True)
+    mover.start()
+    mover.join(30)
+    assert not mover.is_alive()  # the slider did not wait for the forecast
+    assert halted.deadline == 150.0 and marker(dash.forecast) == 150.0
+    assert dash.forecast.band is None  # the forecast is still held
+    slow.go_on.set()
+    end = time.monotonic() + 60
+    while dash.forecast.band is None and time.monotonic() < end:
+        time.sleep(0.05)
+    dash.close()
+    assert dash.forecast.band is not None and marker(dash.forecast) == 150.0
+    assert "by 150s on 3 workers" in dash.forecast.title.value
+
+
+def test_before_any_result_it_says_there_is_no_prior(unreported):
+    panel = ForecastPanel(unreported)
+    assert panel.update() is None
+    assert NO_PRIOR in panel.title.value and panel.figure.data == ()
+    assert unreported.last_forecast is None  # nothing was simulated
+
+
+def test_before_any_result_with_a_prior_it_says_it_is_drawn_from_it(unreported):
+    panel = ForecastPanel(unreported, prior=small_trace())
+    band = panel.update()
+    assert band is not None and "drawn from the prior alone" in panel.title.value
+    assert band.deadlines[0] == 62.5  # no best yet: the band starts at its first deadline
+
+
+def test_a_new_panel_shows_the_last_forecast_the_search_was_asked(halted):
+    halted.forecast(["+1m"], [3, 6], runs=3)
+    panel = ForecastPanel(halted)
+    assert panel.band.deadlines[-1] == 180.0 and panel.band.workers == (3, 6)
+    assert "made" in panel.title.value
