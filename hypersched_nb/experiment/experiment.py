@@ -605,12 +605,17 @@ class Experiment:
             started=session.started, error=error, version=obs.version, forecast=self._forecast,
         )  # fmt: skip
 
-    def forecast(self, deadlines=None, workers=None, *, runs=32, margin=0.0, prior=None, seed=0):
+    def forecast(
+        self, deadlines=None, workers=None, *, runs=32, margin=0.0, prior=None, seed=0,
+        executor=None,
+    ):  # fmt: skip
         """What the search would reach by each deadline (the forms of :attr:`deadline`;
         None: the current one) on each cluster size (None: the cluster's now): a DataFrame
         of expected best, p10, p90 and p_beat (P(beats the best so far by ``margin``)), from
         ``runs`` simulations of the rest of the search. Before the first result it needs a
-        ``prior`` trace of a similar model. The search remembers the last one asked (here,
+        ``prior`` trace of a similar model. ``executor`` (a ``concurrent.futures``
+        executor) is where the runs are simulated, the search being read here: a process
+        pool keeps this interpreter free (None: on the calling thread). The search remembers the last one asked (here,
         by the magic or by the dashboard): :attr:`last_forecast`, and the report shows it.
         See :mod:`hypersched_nb.experiment.forecast`."""
         from hypersched_nb.experiment import forecast as fc
@@ -636,10 +641,12 @@ class Experiment:
                 left = fc.offers_left(self.source)
                 standing = fc.detach(self._driver, now=now, offers_left=left)
         made = datetime.now()
-        found = fc.forecast(
-            standing, deadlines=deadlines, workers=workers, runs=runs, margin=margin,
-            seed=seed, prior=trace, started=self._session.started,
-        )  # fmt: skip
+        asked = dict(deadlines=deadlines, workers=workers, runs=runs, margin=margin, seed=seed,
+                     prior=trace, started=self._session.started)  # fmt: skip
+        if executor is None:
+            found = fc.forecast(standing, **asked)
+        else:
+            found = executor.submit(fc.forecast, standing, **asked).result()
         self._forecast = fc.ForecastMade(found, made=made, deadline=standing.deadline)
         return found.frame()
 

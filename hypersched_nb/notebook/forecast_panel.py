@@ -10,26 +10,37 @@ last forecast, for the report) for a few deadlines (now plus the time left times
 and 2) and cluster sizes (now, half as many more, twice as many), in a few runs: well under a
 second on a CPU demo.
 
-Threads: the panel forecasts on a daemon thread of its own, every ``every`` seconds (and at
-once when the deadline moves beyond what the last forecast covers). That thread holds no lock
-of the dashboard's while it simulates; what it found is handed over in one attribute
-(:attr:`ForecastPanel.band`) and drawn under the panel's own lock, which is held only while
-its widgets are written. Moving the slider (:meth:`ForecastPanel.follow`) moves the marker
-and reads the band at the new deadline, interpolated between the deadlines simulated: no
-simulation on the kernel's thread. Before the first result it says so: drawn from the prior
-alone (``prior=``), or no prior yet.
+Threads and processes: the panel forecasts on a daemon thread of its own, every ``every``
+seconds (and at once when the deadline moves beyond what the last forecast covers). That
+thread reads the search (a millisecond under its gate) and has the runs simulated in a
+process of its own (one, started at the first forecast, spawned: nothing of the kernel's
+threads is copied), so the simulation neither competes with the widgets for the kernel's
+interpreter lock nor fills the kernel's heap (a full garbage collection there stops every
+thread, the widgets' too, for a tenth of a second). Where that process cannot load the
+search (a policy defined in the notebook itself), the runs are simulated on the panel's
+thread instead, from then on. The thread holds no lock of the dashboard's; what it found is
+handed over in one attribute (:attr:`ForecastPanel.band`) and drawn under the panel's own
+lock, held only while its widgets are written. Moving the slider
+(:meth:`ForecastPanel.follow`) moves the marker and reads the band at the new deadline,
+interpolated between the deadlines simulated: nothing is simulated on the kernel's thread,
+and the slider never waits for the panel (if the panel is drawing, it draws the marker again
+when done). Before the first result it says so: drawn from the prior alone (``prior=``), or
+no prior yet.
 """
 
 from __future__ import annotations
 
 import html
 import math
+import multiprocessing
 import threading
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import numpy as np
 
+from hypersched_nb.errors import HyperschedError
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.notebook.figures import Drawing
 
@@ -173,9 +184,13 @@ def _vline(x: float) -> dict:
 class ForecastPanel:
     """The forecast beside a dashboard's deadline slider (``Dashboard(forecast_every=...)``
     makes one). ``every`` is its period in seconds; ``runs`` the simulations per deadline and
-    cluster size; ``prior`` a trace of a similar model to forecast from before any result."""
+    cluster size; ``prior`` a trace of a similar model to forecast from before any result;
+    ``separate``: simulate in a process of its own (where it can load the search)."""
 
-    def __init__(self, experiment, *, every: float = 30.0, runs: int = RUNS, prior=None):
+    def __init__(
+        self, experiment, *, every: float = 30.0, runs: int = RUNS, prior=None,
+        separate: bool = True,
+    ):  # fmt: skip
         import ipywidgets as w
         import plotly.graph_objects as go
 
@@ -193,6 +208,8 @@ class ForecastPanel:
         self._lock = threading.Lock()  # held only while the widgets are written
         self._wake, self._closed = threading.Event(), threading.Event()
         self._thread: threading.Thread | None = None
+        self.separate = separate
+        self._pool: ProcessPoolExecutor | None = None  # where the runs are simulated
         self.title, self.table = w.HTML(), w.HTML()
         self.figure = go.FigureWidget(self._drawing().figure())
         self.widget = w.VBox([self.title, w.HBox([self.figure, self.table])])
@@ -209,17 +226,26 @@ class ForecastPanel:
             self._thread.start()
         return self
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = False) -> None:
+        """Stop forecasting; ``wait``: until a forecast under way has ended too."""
         self._closed.set()
         self._wake.set()
+        thread = self._thread
+        if thread is None:
+            self._end_pool()
+        elif wait:
+            thread.join()
 
     def _loop(self) -> None:
-        while not self._closed.is_set():
-            pause = self._turn()
-            if pause is None:
-                return
-            self._wake.wait(pause)
-            self._wake.clear()
+        try:
+            while not self._closed.is_set():
+                pause = self._turn()
+                if pause is None:
+                    return
+                self._wake.wait(pause)
+                self._wake.clear()
+        finally:
+            self._end_pool()
 
     def _turn(self) -> float | None:
         """One refresh; the seconds until the next, or None once the search is over."""
@@ -248,12 +274,31 @@ class ForecastPanel:
             self._draw()
             return None
         made = datetime.now()
-        frame = self.experiment.forecast(
-            reach(snap), cluster_sizes(snap.workers), runs=self.runs, prior=self.prior
-        )
+        frame = self._forecast(reach(snap), cluster_sizes(snap.workers))
         self.band, self.said = Band.of(frame, made=made), ""
         self._draw()
         return self.band
+
+    def _forecast(self, deadlines: tuple[float, ...], sizes: tuple[int, ...]):
+        """The forecast's frame, simulated in the panel's process where it can be."""
+        asked = dict(runs=self.runs, prior=self.prior)
+        if self.separate:
+            if self._pool is None:
+                spawn = multiprocessing.get_context("spawn")
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=spawn)
+            try:
+                return self.experiment.forecast(deadlines, sizes, executor=self._pool, **asked)
+            except HyperschedError:
+                raise
+            except Exception:  # noqa: BLE001 - it cannot load the search: here from now on
+                self.separate = False
+                self._end_pool()
+        return self.experiment.forecast(deadlines, sizes, **asked)
+
+    def _end_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ the widgets
 
@@ -266,24 +311,37 @@ class ForecastPanel:
         band = self.band
         if band is not None and not band.covers(deadline):
             self._wake.set()
-        self._draw(marker_only=True)
+        self._draw(marker_only=True, blocking=False)
 
     def _drawing(self) -> Drawing:
         return band_drawing(self.band, deadline=self.deadline, metric=self.metric)
 
-    def _draw(self, *, marker_only: bool = False) -> None:
-        with self._lock:
-            band, deadline = self.band, self.deadline
-            self.title.value = _title(band, deadline, self.said, self.started)
-            self.table.value = _table(band, deadline, self.started)
-            drawing = self._drawing()
-            fig = self.figure
-            with fig.batch_update():
-                if not marker_only:
-                    fig.data = ()
-                    fig.add_traces(list(drawing.traces))
-                fig.layout.shapes = drawing.layout["shapes"]
-                fig.layout.xaxis.title.text = drawing.layout["xaxis"]["title"]["text"]
+    def _draw(self, *, marker_only: bool = False, blocking: bool = True) -> None:
+        """Bring the widgets to :attr:`band` and :attr:`deadline`. Not ``blocking`` (the
+        slider's call): if the panel is drawing, that drawing shows the new deadline."""
+        while True:
+            if not self._lock.acquire(blocking=blocking):
+                return  # the drawing under way reads the deadline again when done
+            try:
+                deadline = self.deadline
+                self._write(self.band, deadline, marker_only)
+            finally:
+                self._lock.release()
+            if self.deadline == deadline:
+                return
+            marker_only, blocking = True, True  # it moved while drawing
+
+    def _write(self, band: Band | None, deadline: float, marker_only: bool) -> None:
+        self.title.value = _title(band, deadline, self.said, self.started)
+        self.table.value = _table(band, deadline, self.started)
+        drawing = band_drawing(band, deadline=deadline, metric=self.metric)
+        fig = self.figure
+        with fig.batch_update():
+            if not marker_only:
+                fig.data = ()
+                fig.add_traces(list(drawing.traces))
+            fig.layout.shapes = drawing.layout["shapes"]
+            fig.layout.xaxis.title.text = drawing.layout["xaxis"]["title"]["text"]
 
 
 def _nothing_yet(snap: ExperimentSnapshot, prior) -> str | None:

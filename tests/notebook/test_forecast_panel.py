@@ -86,6 +86,7 @@ def test_the_band_marks_the_deadline_and_the_marker_follows_the_slider(halted):
     dash.slider.value = 5.0  # beyond the band: a new forecast is asked for at once
     assert marker(dash.forecast) == 300.0 and dash.forecast._wake.is_set()
     assert "beyond this forecast (up to 200s): a new one is on its way" in dash.forecast.title.value
+    dash.close()  # and the panel's process
 
 
 def test_a_slider_move_is_handled_while_a_forecast_runs(halted):
@@ -104,6 +105,7 @@ def test_a_slider_move_is_handled_while_a_forecast_runs(halted):
     while dash.forecast.band is None and time.monotonic() < end:
         time.sleep(0.05)
     dash.close()
+    dash.forecast.close(wait=True)  # its thread ends between two forecasts
     assert dash.forecast.band is not None and marker(dash.forecast) == 150.0
     assert "by 150s on 3 workers" in dash.forecast.title.value
 
@@ -120,6 +122,7 @@ def test_before_any_result_with_a_prior_it_says_it_is_drawn_from_it(unreported):
     band = panel.update()
     assert band is not None and "drawn from the prior alone" in panel.title.value
     assert band.deadlines[0] == 62.5  # no best yet: the band starts at its first deadline
+    panel.close()
 
 
 def test_a_new_panel_shows_the_last_forecast_the_search_was_asked(halted):
@@ -127,3 +130,35 @@ def test_a_new_panel_shows_the_last_forecast_the_search_was_asked(halted):
     panel = ForecastPanel(halted)
     assert panel.band.deadlines[-1] == 180.0 and panel.band.workers == (3, 6)
     assert "made" in panel.title.value
+
+
+def test_the_runs_are_simulated_in_a_process_of_its_own_and_say_the_same(halted):
+    panel = ForecastPanel(halted, runs=4)
+    try:
+        band = panel.update()
+        assert panel.separate and panel._pool is not None  # the spawned process forecast
+    finally:
+        panel.close()
+    here = ForecastPanel(halted, runs=4, separate=False).update()
+    assert (band.expected == here.expected).all() and (band.p90 == here.p90).all()
+
+
+def test_a_search_the_process_cannot_load_is_forecast_on_the_panels_thread(monkeypatch):
+    """A policy defined in the notebook (``__main__``) is not there in a spawned process."""
+    import sys
+
+    from hypersched_nb.core.policies import create
+
+    policy = create("asha", max_epochs=6, min_epochs=1, eta=4, seed=0)
+    mine = type("NotebookPolicy", (type(policy),), {"__module__": "__main__"})
+    monkeypatch.setattr(sys.modules["__main__"], "NotebookPolicy", mine, raising=False)
+    policy.__class__ = mine
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3, policy=policy)
+    exp.start()
+    assert halt.wait()
+    try:
+        panel = ForecastPanel(exp, runs=2)
+        assert panel.update() is not None and not panel.separate and panel._pool is None
+    finally:
+        halt.release()
+        exp.wait()
