@@ -40,7 +40,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from hypersched_nb.errors import HyperschedError
+from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.notebook.figures import Drawing
 
@@ -49,6 +49,7 @@ __all__ = ["Band", "ForecastPanel", "Point", "band_drawing", "cluster_sizes", "r
 RUNS = 8  # simulations per (deadline, cluster size): the panel's forecast stays cheap
 _REACH = (0.5, 1.0, 1.5, 2.0)  # the band's deadlines: now + the time left times these
 _EARLY = 2.0  # before there is anything to forecast from, look again this often (seconds)
+_LAST = 2.0  # with less time left than this, nothing is forecast (it would be past already)
 _DEADLINE = "#C0392B"  # the allocation figure's deadline colour
 _BAND = "rgba(31,119,180,0.2)"
 NO_PRIOR = "no prior yet: the forecast appears after the first results"
@@ -194,8 +195,8 @@ class ForecastPanel:
         import ipywidgets as w
         import plotly.graph_objects as go
 
-        if not (isinstance(every, (int, float)) and every > 0):
-            raise ValueError(f"`every` is {every!r}; give a period in seconds > 0")
+        if isinstance(every, bool) or not (isinstance(every, (int, float)) and every > 0):
+            raise ConfigError(f"`forecast_every` is {every!r}; give a period in seconds > 0")
         self.experiment, self.every, self.runs, self.prior = experiment, every, runs, prior
         snap = experiment.statistics()
         self.metric, self.started = snap.metric, snap.started
@@ -211,7 +212,8 @@ class ForecastPanel:
         self.separate = separate
         self._pool: ProcessPoolExecutor | None = None  # where the runs are simulated
         self.title, self.table = w.HTML(), w.HTML()
-        self.figure = go.FigureWidget(self._drawing().figure())
+        drawing = band_drawing(self.band, deadline=self.deadline, metric=self.metric)
+        self.figure = go.FigureWidget(drawing.figure())
         self.widget = w.VBox([self.title, w.HBox([self.figure, self.table])])
         self._draw()
 
@@ -313,9 +315,6 @@ class ForecastPanel:
             self._wake.set()
         self._draw(marker_only=True, blocking=False)
 
-    def _drawing(self) -> Drawing:
-        return band_drawing(self.band, deadline=self.deadline, metric=self.metric)
-
     def _draw(self, *, marker_only: bool = False, blocking: bool = True) -> None:
         """Bring the widgets to :attr:`band` and :attr:`deadline`. Not ``blocking`` (the
         slider's call): if the panel is drawing, that drawing shows the new deadline."""
@@ -352,8 +351,8 @@ def _nothing_yet(snap: ExperimentSnapshot, prior) -> str | None:
         return NOT_STARTED
     if snap.best is None and prior is None:
         return NO_PRIOR
-    if not snap.done and snap.deadline <= snap.time:
-        return "the deadline is reached: nothing left to forecast"
+    if snap.deadline - snap.time < _LAST:
+        return "the deadline is here: nothing left to forecast"
     return None
 
 

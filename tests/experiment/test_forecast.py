@@ -144,3 +144,13 @@ def test_the_search_remembers_its_last_forecast(halted):
         zip(frame.deadline, frame.workers, strict=True)
     )
     assert halted.statistics().forecast is last  # what the views and the report read
+
+
+def test_the_runs_can_be_simulated_elsewhere_with_the_same_answer(halted):
+    from concurrent.futures import ThreadPoolExecutor
+
+    here = halted.forecast(["+1m"], [2, 4], runs=3)
+    with ThreadPoolExecutor(1) as pool:
+        there = halted.forecast(["+1m"], [2, 4], runs=3, executor=pool)
+    assert there.equals(here) and there.attrs == here.attrs
+    assert halted.last_forecast.forecast.frame().equals(there)  # remembered the same way

@@ -162,3 +162,18 @@ def test_a_search_the_process_cannot_load_is_forecast_on_the_panels_thread(monke
     finally:
         halt.release()
         exp.wait()
+
+
+@pytest.mark.parametrize("every", [0, -5.0, "30s", True])
+def test_a_period_that_is_not_a_number_of_seconds_is_one_line_saying_so(finished, every):
+    from hypersched_nb.errors import ConfigError
+
+    with pytest.raises(
+        ConfigError, match=r"^`forecast_every` is .*; give a period in seconds > 0$"
+    ):
+        Dashboard(finished, forecast_every=every)
+
+
+def test_no_panel_where_the_forecast_is_turned_off(finished):
+    dash = Dashboard(finished, forecast_every=None)
+    assert dash.forecast is None and len(dash.widget.children) == 5
