@@ -177,3 +177,31 @@ def test_a_period_that_is_not_a_number_of_seconds_is_one_line_saying_so(finished
 def test_no_panel_where_the_forecast_is_turned_off(finished):
     dash = Dashboard(finished, forecast_every=None)
     assert dash.forecast is None and len(dash.widget.children) == 5
+
+
+def test_a_slider_move_while_the_panel_draws_waits_for_nothing_and_is_drawn_after(halted):
+    dash = Dashboard(halted, forecast_every=30)
+    panel = dash.forecast
+    panel.update()
+    drawing, go_on = threading.Event(), threading.Event()
+    write = panel._write
+
+    def slow_write(*args):  # the panel's thread, in the middle of writing its widgets
+        drawing.set()
+        assert go_on.wait(30)
+        write(*args)
+
+    panel._write = slow_write
+    drawer = threading.Thread(target=panel._draw, daemon=True)
+    drawer.start()
+    assert drawing.wait(30)
+    panel._write = write  # only the drawing under way is slow
+    mover = threading.Thread(target=setattr, args=(dash.slider, "value", 2.5), daemon=True)
+    mover.start()
+    mover.join(30)
+    assert not mover.is_alive() and halted.deadline == 150.0  # it did not wait for the panel
+    assert marker(panel) == 120.0  # not drawn yet: the panel holds its widgets
+    go_on.set()
+    drawer.join(30)
+    assert marker(panel) == 150.0 and "by 150s" in panel.title.value  # drawn when it let go
+    dash.close()
