@@ -66,6 +66,7 @@ class Experiment:
 
     # (runtime, clock) of a search that runs on them instead of a Dask cluster: set by _on()
     _given: tuple | None = None
+    _forecast = None  # the last forecast asked (a ForecastMade): see last_forecast
 
     def __init__(
         self,
@@ -603,6 +604,7 @@ class Experiment:
             return ExperimentSnapshot(
                 time=0.0, deadline=self.deadline, status=self._session.status,
                 metric=self.metric, mode=self.mode, policy=policy, describe="", workers=0,
+                forecast=self._forecast,
             )  # fmt: skip
         with self._session.gate.reading():
             return self._snapshot(policy)
@@ -620,15 +622,22 @@ class Experiment:
             mode=self.mode, policy=policy, describe=describe, workers=d.capacity, trials=rows,
             allocation=tuple(obs.allocation), capacity=tuple(obs.capacity), best=self._best(),
             events=tuple(sorted(list(d.outcome.journal) + list(self._user_events), key=lambda e: e["time"])),
-            started=session.started, error=error, version=obs.version,
+            started=session.started, error=error, version=obs.version, forecast=self._forecast,
         )  # fmt: skip
 
-    def forecast(self, deadlines=None, workers=None, *, runs=32, margin=0.0, prior=None, seed=0):
+    def forecast(
+        self, deadlines=None, workers=None, *, runs=32, margin=0.0, prior=None, seed=0,
+        executor=None,
+    ):  # fmt: skip
         """What the search would reach by each deadline (the forms of :attr:`deadline`;
         None: the current one) on each cluster size (None: the cluster's now): a DataFrame
         of expected best, p10, p90 and p_beat (P(beats the best so far by ``margin``)), from
         ``runs`` simulations of the rest of the search. Before the first result it needs a
-        ``prior`` trace of a similar model. See :mod:`hypersched_nb.experiment.forecast`."""
+        ``prior`` trace of a similar model. ``executor`` (a ``concurrent.futures``
+        executor) is where the runs are simulated, the search being read here: a process
+        pool keeps this interpreter free (None: on the calling thread). The search remembers the last one asked (here,
+        by the magic or by the dashboard): :attr:`last_forecast`, and the report shows it.
+        See :mod:`hypersched_nb.experiment.forecast`."""
         from hypersched_nb.experiment import forecast as fc
 
         trace = fc.prior_trace(prior, metric=self.metric, mode=self.mode)
@@ -651,10 +660,21 @@ class Experiment:
                 now = self._driver.outcome.ended_at if over else session.clock.now()
                 left = fc.offers_left(self.source)
                 standing = fc.detach(self._driver, now=now, offers_left=left)
-        return fc.forecast(
-            standing, deadlines=deadlines, workers=workers, runs=runs, margin=margin,
-            seed=seed, prior=trace, started=self._session.started,
-        ).frame()  # fmt: skip
+        made = datetime.now()
+        asked = dict(deadlines=deadlines, workers=workers, runs=runs, margin=margin, seed=seed,
+                     prior=trace, started=self._session.started)  # fmt: skip
+        if executor is None:
+            found = fc.forecast(standing, **asked)
+        else:
+            found = executor.submit(fc.forecast, standing, **asked).result()
+        self._forecast = fc.ForecastMade(found, made=made, deadline=standing.deadline)
+        return found.frame()
+
+    @property
+    def last_forecast(self):
+        """The last :meth:`forecast` asked of this search (:class:`~hypersched_nb.experiment.
+        forecast.ForecastMade`: what it said, when, for which deadline), or None."""
+        return self._forecast
 
     def __repr__(self) -> str:
         snap = self.statistics()

@@ -66,6 +66,7 @@ from hypersched_nb.sim.trace import TRACE_KEY, Trace, load_trace
 __all__ = [
     "Curve",
     "Forecast",
+    "ForecastMade",
     "Futures",
     "Outlook",
     "Standing",
@@ -151,6 +152,16 @@ class Forecast:
             now=self.now, best=self.best, margin=self.margin, runs=self.runs, note=self.note
         )
         return df
+
+
+@dataclass(frozen=True)
+class ForecastMade:
+    """A forecast as a search remembers it: what it said, when (wall time) and for which
+    deadline the search then had (seconds on its clock)."""
+
+    forecast: Forecast
+    made: datetime
+    deadline: float
 
 
 def forecast_line(frame, row: int = 0) -> str:

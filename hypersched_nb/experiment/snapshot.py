@@ -12,8 +12,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from hypersched_nb.experiment.deadline import format_duration
+
+if TYPE_CHECKING:
+    from hypersched_nb.experiment.forecast import ForecastMade
 
 __all__ = ["ExperimentSnapshot", "TrialRow", "Allocation", "Best"]
 
@@ -83,6 +87,9 @@ class ExperimentSnapshot:
     error: str | None = None
     version: int = 0  # grows with every change the search makes
     counts: Mapping[str, int] = field(default_factory=dict)
+    # the last forecast asked of the search (not its state: two snapshots of one moment
+    # are equal whatever was forecast between them)
+    forecast: ForecastMade | None = field(default=None, compare=False)
 
     def __post_init__(self):
         if not self.counts:

@@ -1,5 +1,7 @@
 """Live widgets for a running search: workers per trial against the deadline, learning
-curves, the policy's own line, recent decisions, a deadline slider and a stop button.
+curves, the policy's own line, recent decisions, a deadline slider and a stop button, and
+under the slider a forecast of the best by the deadline (:mod:`.forecast_panel`, on a
+thread and a period of its own: it never holds the dashboard's lock while it simulates).
 
 The dashboard only observes: a background thread reads :meth:`Experiment.statistics`
 every ``interval`` seconds and pushes trait updates (the figures only when the snapshot's
@@ -30,6 +32,7 @@ from hypersched_nb.notebook.figures import (
     allocation_layout,
     curves_drawing,
 )
+from hypersched_nb.notebook.forecast_panel import ForecastPanel
 from hypersched_nb.notebook.static import static_html
 
 __all__ = ["Dashboard"]
@@ -45,10 +48,20 @@ class Dashboard:
     """``Dashboard(exp)`` (or ``exp.dashboard()``) as the last line of a cell shows it.
 
     ``interval`` is the refresh period in seconds; ``slider_max`` the slider's end in
-    seconds since the start (default: three times the deadline, at least five minutes).
+    seconds since the start (default: three times the deadline, at least five minutes);
+    ``forecast_every`` the forecast's period in seconds (None: no forecast panel), and
+    ``forecast_prior`` a trace to forecast from before the first result.
     """
 
-    def __init__(self, experiment, *, interval: float = 1.0, slider_max: float | None = None):
+    def __init__(
+        self,
+        experiment,
+        *,
+        interval: float = 1.0,
+        slider_max: float | None = None,
+        forecast_every: float | None = 30.0,
+        forecast_prior=None,
+    ):
         import ipywidgets as w
 
         self.experiment = experiment
@@ -77,6 +90,9 @@ class Dashboard:
         self._curves = _LiveFigure(curves_drawing(snap, history=self._history))
         self.allocation, self.curves = self._allocation.widget, self._curves.widget
         self.events = w.HTML()
+        self.forecast: ForecastPanel | None = None
+        if forecast_every is not None:
+            self.forecast = ForecastPanel(experiment, every=forecast_every, prior=forecast_prior)
         self.slider.observe(self._on_slider, names="value")
         self.stop_button.on_click(self._on_stop)
         self.widget = w.VBox(
@@ -84,6 +100,7 @@ class Dashboard:
                 self.header,
                 self.policy_line,
                 w.HBox([self.slider, self.slider_label, self.stop_button]),
+                *([self.forecast.widget] if self.forecast is not None else []),
                 w.HBox([self.allocation, self.curves], layout=w.Layout(flex_flow="row wrap")),
                 self.events,
             ]
@@ -114,11 +131,15 @@ class Dashboard:
                 target=self._loop, name="hypersched-dashboard", daemon=True
             )
             self._thread.start()
+            if self.forecast is not None:
+                self.forecast.start()
         return self
 
     def close(self) -> None:
         """Stop refreshing (the search goes on)."""
         self._closed.set()
+        if self.forecast is not None:
+            self.forecast.close()
 
     def _loop(self) -> None:
         try:
@@ -145,6 +166,8 @@ class Dashboard:
         self.header.value = _header(snap) + (_HELD if held else "")
         self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.describe else ""
         self._sync_slider(snap)
+        if self.forecast is not None:  # the marker, and the band read there: nothing simulated
+            self.forecast.follow(snap.deadline)
         if snap.version != self._version:
             self._allocation.show(allocation_drawing(snap, history=self._history))
             self._curves.show(curves_drawing(snap, history=self._history))

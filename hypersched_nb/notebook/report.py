@@ -1,8 +1,10 @@
 """A self-contained HTML report of one search: open it anywhere, no kernel, no network.
 
-It holds the summary (policy, deadline, best configuration and metric), the workers each
-trial held over time against the deadline, the learning curves, the trials table and the
-journal of decisions. The figures group trials as the dashboard does.
+It holds the summary (policy, deadline, best configuration and metric), the last forecast
+asked of the search (``exp.forecast``, the magic or the dashboard: when it was made, for
+which deadline, every row) beside what really happened, the workers each trial held over
+time against the deadline, the learning curves, the trials table and the journal of
+decisions. The figures group trials as the dashboard does.
 
 It stays small at any size: what is large travels gzipped and base64-encoded in the file
 (plotly.js, 4.8 MB, as 1.9 MB; the two tables, a tenth of their size) and the browser
@@ -32,7 +34,8 @@ body{font-family:system-ui,sans-serif;margin:24px;color:#222}
 table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;border-bottom:1px solid #eee;text-align:left}
 td{text-align:right;font-variant-numeric:tabular-nums}.trials td:nth-child(9),.events td:nth-child(n+3){text-align:left}
 h1{font-size:20px}h2{font-size:16px;margin-top:28px}pre{background:#f6f6f6;padding:8px}
-.plot{min-height:380px}.unpacked{color:#888}
+.plot{min-height:380px}.unpacked{color:#888}.side{display:flex;gap:32px;align-items:flex-start}
+tr.real td{background:#fdf2e9}
 """
 
 # Unpacks the tables, then plotly.js, runs it and draws every figure from its JSON; where it
@@ -87,7 +90,7 @@ def report_html(snap: ExperimentSnapshot, *, title: str = "hypersched_nb search"
         f"<p>{html.escape(snap.policy)} search, {html.escape(snap.status)}{html.escape(when)}; deadline "
         f"{html.escape(snap.deadline_text())} ({snap.deadline:.0f} s); {snap.workers} workers; "
         f"{len(snap.trials)} trials, {snap.stopped} stopped.</p>"
-        f"<h2>Best</h2><pre>{html.escape(best)}</pre>"
+        f"<h2>Best</h2><pre>{html.escape(best)}</pre>{_forecast_html(snap)}"
         f"<h2>Workers per trial against the deadline</h2>{_figure('allocation', alloc)}"
         f"<h2>Learning curves</h2>{_figure('curves', curves)}"
         f"<h2>Trials</h2>{_packed_html('trials', _trials_table(snap))}"
@@ -175,3 +178,38 @@ def _events_table(snap: ExperimentSnapshot) -> str:
         for e in snap.events
     )
     return f"<table class='events'><tr><th>time (s)<th>trial<th>action<th>reason{rows}</table>"
+
+
+def _forecast_html(snap: ExperimentSnapshot) -> str:
+    """The last forecast (every row; the one for the deadline and cluster the search ended
+    with highlighted) beside what really happened; nothing where none was made."""
+    if snap.forecast is None:
+        return ""
+    made, f = snap.forecast, snap.forecast.forecast
+    real = snap.best.metric if snap.best is not None else math.nan
+    rows = []
+    for o in f.outlooks:
+        mine = math.isclose(o.deadline, snap.deadline) and o.workers == snap.workers
+        cells = [o.deadline, o.workers, o.expected, o.p10, o.p90, o.p_beat]
+        tds = "".join(f"<td>{_num(float(c))}" for c in cells)
+        if mine and math.isfinite(real):
+            tds += f"<td>{'yes' if o.p10 <= real <= o.p90 else 'no'}"
+        rows.append(f"<tr class='real'>{tds}" if mine else f"<tr>{tds}")
+    head = "".join(
+        f"<th>{h}" for h in
+        ("deadline (s)", "workers", "expected", "p10", "p90", "P(beats)", "real in 10-90 %")
+    )  # fmt: skip
+    about = (
+        f"made {made.made:%Y-%m-%d %H:%M:%S}, the search at {f.now:.0f} s with deadline "
+        f"{made.deadline:.0f} s and best {_num(f.best) or '-'}; {f.runs} runs, {f.note}"
+    )
+    so = "what really happened" if snap.done else f"so far ({snap.status})"
+    happened = (
+        f"best {snap.metric} {_num(real) or '-'} by {snap.time:.0f} s; deadline "
+        f"{snap.deadline:.0f} s; {snap.workers} workers"
+    )
+    return (
+        f"<h2>Last forecast, beside {html.escape(so)}</h2><div class='side'>"
+        f"<div><p>{html.escape(about)}</p><table class='forecast'><tr>{head}{''.join(rows)}"
+        f"</table></div><div><p><b>{html.escape(so)}</b>: {html.escape(happened)}</p></div></div>"
+    )

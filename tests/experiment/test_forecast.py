@@ -132,3 +132,25 @@ def test_a_prior_of_another_metric_or_mode_is_refused():
 def test_before_any_result_without_a_prior_it_asks_for_one():
     with pytest.raises(ConfigError, match="no result yet and no prior: pass prior="):
         replay().forecast([100])
+
+
+def test_the_search_remembers_its_last_forecast(halted):
+    assert halted.last_forecast is None and halted.statistics().forecast is None
+    halted.forecast(["+1m"], runs=2)
+    frame = halted.forecast([300, 400], [1, 3], runs=3)
+    last = halted.last_forecast
+    assert last.deadline == 240.0 and last.forecast.runs == 3  # the latest one, for 240 s
+    assert [(o.deadline, o.workers) for o in last.forecast.outlooks] == list(
+        zip(frame.deadline, frame.workers, strict=True)
+    )
+    assert halted.statistics().forecast is last  # what the views and the report read
+
+
+def test_the_runs_can_be_simulated_elsewhere_with_the_same_answer(halted):
+    from concurrent.futures import ThreadPoolExecutor
+
+    here = halted.forecast(["+1m"], [2, 4], runs=3)
+    with ThreadPoolExecutor(1) as pool:
+        there = halted.forecast(["+1m"], [2, 4], runs=3, executor=pool)
+    assert there.equals(here) and there.attrs == here.attrs
+    assert halted.last_forecast.forecast.frame().equals(there)  # remembered the same way

@@ -63,3 +63,30 @@ def test_the_report_draws_in_a_browser(finished, tmp_path):
             assert page.locator(".unpacked").count() == 0 and errors == []
         finally:
             browser.close()
+
+
+def test_the_report_keeps_the_last_forecast_beside_what_happened(tmp_path):
+    from hypersched_nb.testing.halt import halted_replay
+    from tests.notebook.conftest import small_trace
+
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    exp.forecast(["+1m", 120], [3, 6], runs=4)  # made at 40 s, for the deadline at 120 s
+    made = exp.last_forecast.made
+    halt.release()
+    exp.wait()
+    snap = exp.statistics()
+    page = write_report(snap, tmp_path / "report.html").read_text()
+    assert "Last forecast, beside what really happened" in page
+    assert f"made {made:%Y-%m-%d %H:%M:%S}, the search at 40 s with deadline 120 s" in page
+    assert f"best acc {snap.best.metric:.4g} by {snap.time:.0f} s; deadline 120 s" in page
+    (table,) = re.findall(r"<table class='forecast'>(.*?)</table>", page)
+    assert table.count("<tr") == 1 + 4  # a row per (deadline, workers) asked
+    (real,) = re.findall(r"<tr class='real'>(.*?)(?=<tr|$)", table)  # the deadline and size it had
+    assert real.startswith("<td>120<td>3<td>") and real.endswith(("<td>yes", "<td>no"))
+
+
+def test_a_report_without_a_forecast_has_no_forecast_section(finished, tmp_path):
+    page = write_report(finished.statistics(), tmp_path / "report.html").read_text()
+    assert "Last forecast" not in page

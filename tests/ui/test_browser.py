@@ -1,8 +1,9 @@
 """The dashboard's controls in a real browser: JupyterLab, headless Chromium, the quick start.
 
-While the quick start's ``exp.wait()`` blocks the kernel, a slider move and a stop click act
-within 2 s (as the kernel itself records them), the dashboard's header ends at "finished",
-and the page logs no error. Screenshots go to ``tests/ui/artifacts/``.
+While the quick start's ``exp.wait()`` blocks the kernel, the forecast panel draws its band
+once the first results are in, a slider move and a stop click act within 2 s (as the kernel
+itself records them), the dashboard's header ends at "finished", and the page logs no error.
+Screenshots go to ``tests/ui/artifacts/``.
 """
 
 import json
@@ -63,6 +64,8 @@ def test_the_slider_and_the_stop_button_act_while_exp_wait_blocks_the_kernel(tmp
         dashboard = lab.page.locator(".widget-vbox").first
         header = dashboard.locator(".widget-html").first
         expect(header).to_contain_text("running", timeout=30_000)
+        expect(dashboard).to_contain_text("drawn from the search", timeout=60_000)  # a forecast
+        assert dashboard.locator(".js-plotly-plot").count() == 3  # its band, beside the two
         time.sleep(1.0)
         lab.screenshot("quickstart-1-waiting", showing=dashboard)
         moved = lab.drag(dashboard.locator(".widget-slider .noUi-handle").first, 60)
