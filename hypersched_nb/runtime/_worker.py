@@ -29,9 +29,11 @@ Checkpoint rule (rank 0 only): after an epoch, write one when the last write too
 Cheap states are thus written every epoch, and large ones often enough that writing never
 costs more than ``overhead`` of the training time; a trial whose worker dies resumes from
 the last one and trains again, silently, the epochs it had already reported. With the
-default 2 %, a small model (a few KB, ~2 ms to write) is written after every epoch longer
-than 0.1 s, and a 100 MiB state (~0.5 s) once per ~25 s of training: what a lost worker
-costs to train again is bounded by write time / overhead. A copy kept in the worker's
+default 1 %, a small model (a few KB, ~1 ms to write) is written after every epoch longer
+than 0.1 s (every other one of 0.1 s), and a 100 MiB state (~0.5 s) once per ~50 s of
+training: what a lost worker costs to train again is bounded by write time / overhead. (At
+2 %, every 0.1 s epoch was written, and the checkpoints alone cost more than a third of
+the 3 % a search of short epochs may add to its training.) A copy kept in the worker's
 memory would cost nothing, but dies with the worker it is meant to survive.
 
 Stores: every checkpoint records the store it went to (its worker's disk, named by

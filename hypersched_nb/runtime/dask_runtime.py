@@ -134,7 +134,7 @@ class DaskRuntime:
         mode: str = "max",
         seed: int = 0,
         task_timeout: float | None = None,
-        checkpoint_overhead: float = 0.02,
+        checkpoint_overhead: float = 0.01,
         group_timeout: float = 120.0,
         poll: float = 5.0,
         fetch_timeout: float = 10.0,
