@@ -25,6 +25,7 @@ from hypersched_nb.core.policies import EARLY_SIGNALS, REGISTRY, Policy, check_b
 from hypersched_nb.core.scaling import LINEAR, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialEnding
 from hypersched_nb.errors import ConfigError, HyperschedError
+from hypersched_nb.experiment._budget_check import below_one_epoch
 from hypersched_nb.experiment._fail_fast import FailFast, SearchFailed
 from hypersched_nb.experiment._inputs import Inputs
 from hypersched_nb.experiment._observed import Observed
@@ -137,7 +138,7 @@ class Experiment:
         self._journal: JournalWriter | None = None
         self._resumed: tuple | None = None  # (journal, new deadline): set by resume()
         self._fail_fast = FailFast(fail_fast)
-        self._failure: SearchFailed | None = None
+        self._failure: HyperschedError | None = None  # what stopped the search, raised by wait()
         self._user_events: list[dict] = []
 
     @classmethod
@@ -393,7 +394,10 @@ class Experiment:
     def _drive(self) -> None:
         """The search's thread: the driver loop, then the failure that stopped it, if one
         did."""
-        self._driver.run()
+        out = self._driver.run()
+        self._failure = self._failure or below_one_epoch(
+            self.cost_budget, self._driver.trials.values(), out.worker_seconds_billed
+        )
         if self._failure is not None:
             raise self._failure
 

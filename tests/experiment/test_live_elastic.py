@@ -3,6 +3,7 @@
 import pytest
 
 from hypersched_nb import Experiment
+from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.journal import read_journal
 from hypersched_nb.testing.trainables import TinyRegression
 
@@ -54,3 +55,19 @@ def test_seer_grows_and_shrinks_a_local_cluster_billed_for_the_workers_it_really
     for change in snap.allocation:
         there = [n for t, n in capacity if t <= change.time][-1]  # the size then
         assert held_at(snap.allocation, change.time) <= there, change
+
+
+def test_a_budget_below_one_epoch_of_one_worker_is_one_line_and_what_was_trained_stays(tmp_path):
+    configs = [{"lr": 0.01 * (i + 1), "sleep": 1.0} for i in range(4)]
+    exp = Experiment(
+        TinyRegression, configs, metric="loss", mode="min", deadline="60s", max_epochs=4,
+        policy="seer", cluster=1, max_workers=2, cost_budget=0.5, sampler="random",
+        checkpoint_dir=str(tmp_path),
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        exp.start().wait()
+    (line,) = str(caught.value).splitlines()
+    # what it says depends on whether the budget ran out before the first epoch ended
+    assert line.startswith("`cost_budget` is 0.5 worker-seconds, ")
+    assert "less than one epoch of one worker" in line or "spent before any trial" in line
+    assert len(exp.results()) >= 1  # what the search did stays: rows, results, journal
