@@ -72,7 +72,7 @@ def _plain(config: dict, epochs: int) -> None:
 
 
 def through_hypersched(
-    client, config: dict, epochs: int, *, journal: bool = False, batch_seconds: float = 1.0
+    client, config: dict, epochs: int, *, journal: bool = False, batch_seconds: float = 3.0
 ) -> tuple[float, int]:
     """Seconds the search takes from ``driver.run()`` to its return; with ``journal``, its
     inputs and decisions are written to a journal as a live Experiment writes them."""
@@ -162,7 +162,7 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--work", choices=("duration", "fixed"), default="duration")
-    p.add_argument("--batch-seconds", type=float, default=1.0)  # DaskRuntime's default
+    p.add_argument("--batch-seconds", type=float, default=3.0)  # DaskRuntime's default
     p.add_argument(
         "--worker-profile",
         action="store_true",

@@ -74,7 +74,7 @@ class Placements:
         overhead: float,
         bests: BestWeights,
         home: str,
-        batch_seconds: float = 1.0,
+        batch_seconds: float = 3.0,
         max_batch: int = 64,
         max_epochs: int | None = None,
     ):

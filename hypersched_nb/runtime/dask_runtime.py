@@ -15,9 +15,9 @@ checkpoints (:mod:`hypersched_nb.runtime.checkpoint`):
 - ``Pause`` checkpoints (unless current) and frees the workers; ``Stop`` frees them.
 
 Short epochs: a single-worker trial trains a batch of epochs per task, as many of its last
-epoch's ``step()`` seconds as ``batch_seconds`` holds (1 s by default; at most 64, never
-past ``max_epochs``), since dispatching a task costs 10-14 ms, a tenth of a 0.1 s epoch;
-one-second epochs keep one per task. Every epoch of a batch is still reported to the
+epoch's ``step()`` seconds as ``batch_seconds`` holds (3 s by default; at most 64, never
+past ``max_epochs``), since dispatching a task costs 10-14 ms, a tenth of a 0.1 s epoch and
+1 % of a one-second one (two per task now). A longer batch delays no decision (see below). Every epoch of a batch is still reported to the
 driver as a ``Result`` of its own, in order, exactly once (its event comes as it ends; the
 driver decides on it while the batch trains on). A trial on k > 1 workers keeps one epoch
 per task: its ranks would otherwise have to agree at every boundary through their process
@@ -138,7 +138,7 @@ class DaskRuntime:
         group_timeout: float = 120.0,
         poll: float = 5.0,
         fetch_timeout: float = 10.0,
-        batch_seconds: float = 1.0,
+        batch_seconds: float = 3.0,
         max_epochs: int | None = None,
     ):
         if not callable(trainable):
