@@ -5,8 +5,9 @@ thread and a period of its own: it never holds the dashboard's lock while it sim
 
 The dashboard only observes: a background thread reads :meth:`Experiment.statistics`
 every ``interval`` seconds and pushes trait updates (the figures only when the snapshot's
-``version`` moved), so the kernel stays free for the slider while the search runs. The one
-thing it writes is what a person asks for: a new deadline, or a stop. The display also
+``version`` moved), so the kernel stays free for the slider while the search runs; a
+refresh that fails says why in the header, and the next one goes on. The one thing it
+writes is what a person asks for: a new deadline, or a stop. The display also
 carries a static HTML/SVG picture, refreshed when the search ends, so a saved notebook
 shows the final state where the widget state is missing or stale.
 
@@ -42,6 +43,7 @@ _HELD = (
     "<br><i>a cell is running: the slider and the stop button act when it ends "
     "(<code>exp.wait()</code> keeps them live)</i>"
 )
+_FAILED = "<br>dashboard refresh failed (trying again): "
 
 
 class Dashboard:
@@ -142,17 +144,17 @@ class Dashboard:
             self.forecast.close()
 
     def _loop(self) -> None:
-        try:
-            while not self._closed.wait(self.interval):
-                snap = self.experiment.statistics()
-                self.refresh(snap)
-                if snap.done:
-                    if self._handle is not None:
-                        self._handle.update(self._bundle(snap), raw=True)
-                    break
-        except Exception as exc:  # noqa: BLE001 - a thread has nowhere else to say it
-            why = f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
-            self.header.value += f"<br>dashboard stopped: {why}"
+        while not self._closed.wait(self.interval):
+            try:
+                snap = self.refresh(self.experiment.statistics())
+                if snap.done and self._handle is not None:
+                    self._handle.update(self._bundle(snap), raw=True)
+            except Exception as exc:  # noqa: BLE001 - a thread has nowhere else to say it
+                why = f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
+                self.header.value = f"{self.header.value.split(_FAILED)[0]}{_FAILED}{why}"
+                continue  # tried again at the next interval: one failure ends nothing
+            if snap.done:
+                break
 
     # ------------------------------------------------------------------ updates
 

@@ -40,6 +40,11 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+# Loaded here, before the panel's thread can import it half-way (a forecast is a DataFrame)
+# while plotly, on the dashboard's thread, asks ``sys.modules`` whether pandas is there and
+# finds a module still being initialised.
+import pandas  # noqa: F401
+
 from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.notebook.figures import Drawing

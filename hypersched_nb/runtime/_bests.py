@@ -5,13 +5,20 @@ Each epoch goes out with the bar it must clear (:meth:`BestWeights.bar`: the bes
 whose weights are kept when it was sent); rank 0 writes the weights of an epoch that clears
 it (see :mod:`hypersched_nb.runtime._worker`), and the client offers them here when the
 epoch is reported. The last two records stay, older ones are deleted: the last may come just
-after the deadline, and the search's best is then the one before.
+after the deadline, and the search's best is then the one before. A batch halted at a
+boundary may have written weights for epochs it never reported; :meth:`BestWeights.prune`
+deletes them when the search ends.
 """
 
 from __future__ import annotations
 
 from hypersched_nb.runtime._messages import BestBar
-from hypersched_nb.runtime.checkpoint import BestCheckpoint, Checkpoint, remove_checkpoint
+from hypersched_nb.runtime.checkpoint import (
+    BestCheckpoint,
+    Checkpoint,
+    prune_bests,
+    remove_checkpoint,
+)
 
 __all__ = ["BestWeights"]
 
@@ -42,6 +49,10 @@ class BestWeights:
         """Keep weights found on disk (a resumed search's) if they beat the last kept."""
         if not self._kept or self.sign * kept.metric > self.sign * self._kept[-1].metric:
             self._kept = [*self._kept[-1:], kept]
+
+    def prune(self, directory: str) -> None:
+        """Delete every best's weights under ``directory`` but the records kept."""
+        prune_bests(directory, {kept.url for kept in self._kept})
 
     def best(self, at_most: float | None = None) -> BestCheckpoint | None:
         """The last record kept, or with ``at_most`` the last whose metric is not better

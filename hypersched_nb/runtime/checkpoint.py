@@ -43,6 +43,7 @@ __all__ = [
     "earlier_checkpoint",
     "load_checkpoint",
     "private_folders",
+    "prune_bests",
     "prune_checkpoints",
     "remove_checkpoint",
     "read_files",
@@ -282,6 +283,18 @@ def prune_checkpoints(directory: str, trial_id: int, keep: set[str]) -> None:
     fs, root = fsspec.core.url_to_fs(f"{directory.rstrip('/')}/trial-{trial_id:05d}")
     kept = {fsspec.core.url_to_fs(u)[1] for u in keep}
     for path in fs.glob(f"{root}/epoch-*.pt"):
+        if path not in kept:
+            _remove(fs, path)
+
+
+def prune_bests(directory: str, keep: set[str]) -> None:
+    """Delete the best weights under ``directory`` (and sidecars) whose URL is not in
+    ``keep``: those of epochs a halted batch trained but never reported."""
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(f"{directory.rstrip('/')}/best")
+    kept = {fsspec.core.url_to_fs(u)[1] for u in keep}
+    for path in fs.glob(f"{root}/*.pt"):
         if path not in kept:
             _remove(fs, path)
 

@@ -236,7 +236,8 @@ class DaskRuntime:
                 found += self._handle(item)
 
     def close(self) -> None:
-        """Free every worker (replicas torn down; checkpoints stay). The client stays open."""
+        """Free every worker (replicas torn down; checkpoints stay, and the two best
+        records' weights: those of epochs never reported go). The client stays open."""
         if self._closed:
             return
         self._closed = True
@@ -245,6 +246,7 @@ class DaskRuntime:
                 self._placements.vacate(t, save=False)
         self._bring_home()
         self._board.close()
+        self._bests.prune(self._directory)
 
     def _bring_home(self) -> None:
         """Wait for the copies of checkpoints still on their way to this kernel (the last

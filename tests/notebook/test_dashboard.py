@@ -1,6 +1,8 @@
 """The dashboard, figures and static fallback, rendered without a front end."""
 
 import re
+import threading
+import time
 
 import numpy as np
 
@@ -120,3 +122,30 @@ def test_the_refresh_thread_follows_the_search_to_its_end(replay):
     dash._thread.join(timeout=30)
     assert not dash._thread.is_alive()  # it stops by itself once the search is over
     assert "finished" in dash.header.value and dash.slider.disabled
+
+
+def test_a_refresh_that_fails_is_said_in_the_header_and_the_next_one_goes_on(replay):
+    dash = Dashboard(replay, interval=0.02)
+    real, calls, checked = replay.statistics, [], threading.Event()
+
+    def statistics():  # the refresh thread's first snapshot fails; its second waits for us
+        if threading.current_thread() is dash._thread:
+            calls.append(None)
+            if len(calls) == 1:
+                raise RuntimeError("the snapshot broke once")
+            checked.wait(timeout=30)
+        return real()
+
+    replay.statistics = statistics
+    dash.start()
+    end = time.monotonic() + 30
+    while len(calls) < 2:  # the thread came back for another snapshot after the failure
+        assert time.monotonic() < end, "the refresh thread never tried again"
+        time.sleep(0.005)
+    assert "refresh failed (trying again): RuntimeError: the snapshot broke once" in (
+        dash.header.value
+    )
+    checked.set()
+    replay.run()
+    dash._thread.join(timeout=30)
+    assert "finished" in dash.header.value and "failed" not in dash.header.value

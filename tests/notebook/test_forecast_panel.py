@@ -2,6 +2,8 @@
 deadline marked; what more workers would give; its own thread, which never holds the
 dashboard while it simulates."""
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -205,3 +207,11 @@ def test_a_slider_move_while_the_panel_draws_waits_for_nothing_and_is_drawn_afte
     drawer.join(30)
     assert marker(panel) == 150.0 and "by 150s" in panel.title.value  # drawn when it let go
     dash.close()
+
+
+def test_pandas_is_loaded_with_the_dashboard_before_any_of_its_threads_starts():
+    # a forecast is a DataFrame: imported half-way on the panel's thread, plotly on the
+    # dashboard's thread would find pandas in sys.modules still being initialised
+    code = "import sys, hypersched_nb.notebook.dashboard; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

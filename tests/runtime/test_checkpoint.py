@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 import torch
 
+from hypersched_nb.runtime._bests import BestWeights
 from hypersched_nb.runtime.checkpoint import (
     CheckpointError,
+    best_url,
     checkpoint_url,
     load_checkpoint,
     prune_checkpoints,
@@ -142,6 +144,21 @@ def test_prune_keeps_only_the_named_checkpoints(tmp_path):
         "epoch-000003.pt",
         "epoch-000003.pt.json",
     ]
+
+
+def test_the_last_two_best_records_stay_and_weights_never_reported_go_at_the_end(tmp_path):
+    bests = BestWeights("loss", -1.0)  # lower is better
+    for epoch, loss in ((1, 0.9), (2, 0.5), (3, 0.4)):
+        url = best_url(str(tmp_path), 0, epoch)
+        bests.offer(0, save_checkpoint(_state(), url, epoch=epoch), loss)
+    # a halted batch wrote epochs 4 and 5 before its halt came; they were never reported
+    for epoch in (4, 5):
+        save_checkpoint(_state(), best_url(str(tmp_path), 0, epoch), epoch=epoch)
+    assert len(list((tmp_path / "best").glob("*.pt"))) == 4  # epoch 1 went when 3 came
+    bests.prune(str(tmp_path))
+    left = sorted(p.name for p in (tmp_path / "best").glob("*.pt"))
+    assert left == ["trial-00000-epoch-000002.pt", "trial-00000-epoch-000003.pt"]
+    assert (bests.best().epoch, bests.best(at_most=0.45).epoch) == (3, 2)
 
 
 @pytest.mark.parametrize(

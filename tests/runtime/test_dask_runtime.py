@@ -106,6 +106,7 @@ def search(
     client, tmp_path, policy, configs, *, max_epochs, deadline=120.0, on_event=None, **runtime_kw
 ):
     clock = WallClock()
+    runtime_kw.setdefault("max_epochs", max_epochs)  # as an Experiment does: no batch past it
     runtime = runtime_on(client, tmp_path, clock, mode="min", **runtime_kw)
     rec = Recorder(runtime, on_event)
     driver = Driver(
