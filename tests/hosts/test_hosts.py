@@ -5,6 +5,7 @@ and a host whose link is cut mid-search costs no completed work."""
 import threading
 import time
 import warnings
+from collections import Counter
 
 import pytest
 from distributed import Client
@@ -76,12 +77,12 @@ def attached(hosts) -> Client:
     return client
 
 
-def runtime_on(client: Client, clock: WallClock, hosts) -> DaskRuntime:
+def runtime_on(client: Client, clock: WallClock, hosts, **options) -> DaskRuntime:
     """A runtime training :class:`TinyRegression` on the hosts, checkpointing under their
     folder (a disk of each host's own)."""
     return DaskRuntime(
         TinyRegression, client=client, clock=clock, metric="loss", mode="min",
-        checkpoint_dir=str(hosts.folder),
+        checkpoint_dir=str(hosts.folder), **options,
     )  # fmt: skip
 
 
@@ -155,14 +156,18 @@ def test_a_host_cut_off_mid_search_loses_no_completed_work(hosts):
     client, watch = attached(hosts), Client(hosts.scheduler, timeout=60)
     try:
         clock = WallClock()
-        runtime = runtime_on(client, clock, hosts)
+        # an epoch per task, so that each epoch's checkpoint comes home between two of the
+        # host's tasks (a batch of epochs holds the host's one thread until it ends)
+        runtime = runtime_on(client, clock, hosts, batch_seconds=0.01)  # < an epoch
         placed = Placed(runtime)
         configs = [{"lr": 0.01 + 0.01 * i, "sleep": 0.3} for i in range(4)]
         driver = Driver(
             create("fifo"), placed, clock, iter(configs), deadline=90.0, max_epochs=10,
             mode="min", journal=True,
         )  # fmt: skip
-        cutter = threading.Thread(target=cut_when_training, args=(watch, hosts, 2), daemon=True)
+        cutter = threading.Thread(
+            target=cut_when_training, args=(watch, hosts, 2, placed), daemon=True
+        )
         cutter.start()
         outcome = driver.run()
         runtime.close()
@@ -188,9 +193,10 @@ def test_a_host_cut_off_mid_search_loses_no_completed_work(hosts):
     assert load_checkpoint(weights.url, weights.sha256)["epoch"] == best.epoch
 
 
-def cut_when_training(watch: Client, hosts, host: int) -> None:
+def cut_when_training(watch: Client, hosts, host: int, placed: Placed) -> None:
     """Cut ``host``'s link once its worker trains a trial this kernel holds a checkpoint of
-    (copied from that host), so that there is one to resume from."""
+    (copied from that host), so that there is one to resume from, and that has epochs left
+    after the one in flight (its last may be reported before the cut is noticed)."""
     address = next(
         a for a, w in watch.scheduler_info(n_workers=-1)["workers"].items()
         if w["name"] == hosts.names[host]
@@ -203,7 +209,11 @@ def cut_when_training(watch: Client, hosts, host: int) -> None:
             for k in keys
             if str(k).startswith(("hs-epoch-", "hs-epochs-"))
         ]
-        if any(list(hosts.folder.glob(f"trial-{tid:05d}/epoch-*.pt")) for tid in trials):
+        reported = Counter(r.trial_id for r in placed.results)
+        if any(
+            reported[tid] <= 7 and list(hosts.folder.glob(f"trial-{tid:05d}/epoch-*.pt"))
+            for tid in trials
+        ):
             hosts.cut(host)
             return
         time.sleep(0.05)
