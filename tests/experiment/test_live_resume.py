@@ -17,6 +17,7 @@ from hypersched_nb import Experiment
 pytestmark = pytest.mark.cluster
 
 DEADLINE = 75.0  # seconds from the first start
+MAX_EPOCHS = 8
 SCRIPT = f"""
 import sys, time
 from hypersched_nb import Experiment
@@ -26,7 +27,7 @@ if __name__ == "__main__":
     folder, action = sys.argv[1], sys.argv[2]
     if action == "start":
         exp = Experiment(DigitsCNN, DigitsCNN.space(), metric="val_acc", deadline={DEADLINE!r},
-                         max_epochs=8, policy="asha", cluster=2, seed=0, checkpoint_dir=folder)
+                         max_epochs={MAX_EPOCHS}, policy="asha", cluster=2, seed=0, checkpoint_dir=folder)
         exp.start()
     else:
         exp = Experiment.resume(folder)
@@ -40,16 +41,44 @@ def results_in(folder) -> int:
     return journal.read_text().count('"type":"Result"') if journal.exists() else 0
 
 
+def resumable(folder) -> bool:
+    """Whether a trial that has not reached its last epoch has a checkpoint on disk within
+    the epochs its journal reports (a kill now resumes it from there, not from epoch 0)."""
+    reported: dict[int, int] = {}
+    stopped: set[int] = set()
+    journal = folder / "journal.jsonl"
+    for line in journal.read_text().splitlines() if journal.exists() else ():
+        try:
+            record = json.loads(line)
+        except ValueError:  # a record being written
+            continue
+        if record.get("k") == "decision" and record.get("action") == "Stop":
+            stopped.add(record["trial"])
+        for e in record.get("events", ()):
+            if e.get("type") == "Result":
+                reported[e["trial_id"]] = max(reported.get(e["trial_id"], 0), e["epoch"])
+    for tid, epochs in reported.items():
+        if epochs < MAX_EPOCHS and tid not in stopped:
+            written = (folder / f"trial-{tid:05d}").glob("epoch-*.pt")
+            if any(int(p.stem.split("-")[1]) <= epochs for p in written):
+                return True
+    return False
+
+
 def run(script, folder, action, *, kill_at_results: int | None) -> str:
-    """Run the search's script; with ``kill_at_results``, SIGKILL it (and its cluster) as
-    soon as its journal holds that many results."""
+    """Run the search's script; with ``kill_at_results``, SIGKILL it (and its cluster) once
+    its journal holds that many results and a trial could resume from a checkpoint (or 16
+    more: whether one can is a matter of timing)."""
     proc = subprocess.Popen([sys.executable, str(script), str(folder), action],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             start_new_session=True)  # fmt: skip
     try:
         if kill_at_results is None:
             return proc.communicate(timeout=DEADLINE + 120)[0]
-        while results_in(folder) < kill_at_results and proc.poll() is None:
+        while proc.poll() is None:
+            done = results_in(folder)
+            if done >= kill_at_results + 16 or done >= kill_at_results and resumable(folder):
+                break
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
