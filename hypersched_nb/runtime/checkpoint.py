@@ -278,23 +278,21 @@ def _written_sha256(sidecar: bytes, url: str) -> str:
 
 def prune_checkpoints(directory: str, trial_id: int, keep: set[str]) -> None:
     """Delete trial ``trial_id``'s checkpoints (and sidecars) whose URL is not in ``keep``."""
-    import fsspec
-
-    fs, root = fsspec.core.url_to_fs(f"{directory.rstrip('/')}/trial-{trial_id:05d}")
-    kept = {fsspec.core.url_to_fs(u)[1] for u in keep}
-    for path in fs.glob(f"{root}/epoch-*.pt"):
-        if path not in kept:
-            _remove(fs, path)
+    _prune(f"{directory.rstrip('/')}/trial-{trial_id:05d}", "epoch-*.pt", keep)
 
 
 def prune_bests(directory: str, keep: set[str]) -> None:
     """Delete the best weights under ``directory`` (and sidecars) whose URL is not in
     ``keep``: those of epochs a halted batch trained but never reported."""
+    _prune(f"{directory.rstrip('/')}/best", "*.pt", keep)
+
+
+def _prune(folder: str, pattern: str, keep: set[str]) -> None:
     import fsspec
 
-    fs, root = fsspec.core.url_to_fs(f"{directory.rstrip('/')}/best")
+    fs, root = fsspec.core.url_to_fs(folder)
     kept = {fsspec.core.url_to_fs(u)[1] for u in keep}
-    for path in fs.glob(f"{root}/*.pt"):
+    for path in fs.glob(f"{root}/{pattern}"):
         if path not in kept:
             _remove(fs, path)
 
