@@ -32,6 +32,7 @@ from hypersched_nb.notebook.figures import (
     allocation_drawing,
     allocation_layout,
     curves_drawing,
+    loaded_before_threads,
 )
 from hypersched_nb.notebook.forecast_panel import ForecastPanel
 from hypersched_nb.notebook.static import static_html
@@ -66,6 +67,7 @@ class Dashboard:
     ):
         import ipywidgets as w
 
+        loaded_before_threads()
         self.experiment = experiment
         self.interval = interval
         snap = experiment.statistics()

@@ -48,6 +48,7 @@ __all__ = [
     "curve_groups",
     "curves_drawing",
     "curves_figure",
+    "loaded_before_threads",
     "others_name",
     "spotlight",
 ]
@@ -59,6 +60,14 @@ _PALETTE = (
 _DEADLINE = "#C0392B"
 OTHERS = "#C8C8C8"  # every trial not drawn alone
 MOST = 24  # trials drawn one by one for having held workers longest
+
+
+def loaded_before_threads() -> None:
+    """Import what a widget's thread would otherwise find half-imported: pandas, which a
+    forecast (a DataFrame) imports on one thread while plotly, drawing on another, asks
+    ``sys.modules`` whether it is there and gets a module still being initialised. Called
+    where a dashboard or its forecast panel is built, before any of their threads starts."""
+    import pandas  # noqa: F401
 
 
 def colour(trial_id: int) -> str:

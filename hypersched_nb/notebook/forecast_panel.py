@@ -40,14 +40,9 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-# Loaded here, before the panel's thread can import it half-way (a forecast is a DataFrame)
-# while plotly, on the dashboard's thread, asks ``sys.modules`` whether pandas is there and
-# finds a module still being initialised.
-import pandas  # noqa: F401
-
 from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
-from hypersched_nb.notebook.figures import Drawing
+from hypersched_nb.notebook.figures import Drawing, loaded_before_threads
 
 __all__ = ["Band", "ForecastPanel", "Point", "band_drawing", "cluster_sizes", "reach"]
 
@@ -200,6 +195,7 @@ class ForecastPanel:
         import ipywidgets as w
         import plotly.graph_objects as go
 
+        loaded_before_threads()
         if isinstance(every, bool) or not (isinstance(every, (int, float)) and every > 0):
             raise ConfigError(f"`forecast_every` is {every!r}; give a period in seconds > 0")
         self.experiment, self.every, self.runs, self.prior = experiment, every, runs, prior
