@@ -2,6 +2,7 @@
 
     python benchmarks/hypersched_targets.py [--seeds 10] [--processes 2] [--late]
         [--policies hypersched,hypersched-paper,asha,hyperband,random] [--params JSON]
+        [--early-signal auto|trust|doubt] [--markdown]
 
 Settings: 8 workers, the trace's sidecar scaling and start-up cost, 100
 offered configurations, r = 1, η = 4, seeds 0 … K−1.
@@ -19,7 +20,9 @@ Printed per trace: the mean best of every policy at every deadline, the oracle, 
 margin of ``hypersched`` over the best of asha / hyperband / random (target: >= −0.005 in
 every cell); then per family and deadline the pooled share of ASHA's gap to the oracle that
 ``hypersched`` closes, Σ(hypersched − asha) / Σ(oracle − asha) (target: >= 0.5 at the two
-shortest deadlines). Traces that cannot be found are skipped with a note.
+shortest deadlines). Traces that cannot be found are skipped with a note. ``--early-signal``
+is ``hypersched``'s option (default ``"auto"``); ``--markdown`` ends with the margins as one
+table, a row per trace and a column per deadline, and a summary line per family.
 """
 
 from __future__ import annotations
@@ -89,8 +92,11 @@ def trace(name: str) -> Trace:
 
 
 def run_cell(job: tuple) -> tuple:
-    name, max_epochs, deadline, seed, policy, params = job
-    settings = SimSettings(workers=8, configs=100, max_epochs=max_epochs, min_epochs=1, eta=4)
+    name, max_epochs, deadline, seed, policy, params, early_signal = job
+    settings = SimSettings(
+        workers=8, configs=100, max_epochs=max_epochs, min_epochs=1, eta=4,
+        early_signal=early_signal,
+    )  # fmt: skip
     run = simulate(trace(name), policy, deadline, seed, settings, policy_params=params).record
     return name, deadline, policy, run.best, run.oracle, run.trials_started
 
@@ -128,12 +134,14 @@ def main() -> None:
     )
     parser.add_argument("--params", default="{}", help="JSON keywords for hypersched")
     parser.add_argument("--late", action="store_true", help="add the synthetic late-bloomer trace")
+    parser.add_argument("--early-signal", default="auto", choices=("auto", "trust", "doubt"))
+    parser.add_argument("--markdown", action="store_true", help="end with a table of margins")
     args = parser.parse_args()
     policies = [p for p in args.policies.split(",") if p in REGISTRY]
     params = json.loads(args.params)
     fams = families(args.late)
     jobs = [
-        (name, R, d, seed, p, params if p == TARGET_POLICY else {})
+        (name, R, d, seed, p, params if p == TARGET_POLICY else {}, args.early_signal)
         for members in fams.values()
         for name, R, deadlines in members
         for d in deadlines
@@ -150,9 +158,10 @@ def main() -> None:
     started = {k: np.mean([r[2] for r in v]) for k, v in runs.items()}
     baselines = [p for p in BASELINES if p in policies]
     print(f"\nmean best of {args.seeds} seeds (trials started); 8 workers, 100 configs, r=1, eta=4")
-    if params:
-        print(f"hypersched parameters: {params}")
+    if params or args.early_signal != "auto":
+        print(f"hypersched parameters: {params}, early_signal={args.early_signal!r}")
     misses = []
+    margins: dict[str, list[float]] = {}  # trace -> margin at each of its deadlines
     for family, members in fams.items():
         print(f"\n## {family}")
         for name, R, deadlines in members:
@@ -167,6 +176,7 @@ def main() -> None:
                     f"{mean[name, d, p]:>10.4f} ({started[name, d, p]:>3.0f})" for p in policies
                 )
                 margin = mean[name, d, TARGET_POLICY] - max(mean[name, d, p] for p in baselines)
+                margins.setdefault(name, []).append(margin)
                 flag = "" if margin >= -0.005 else "  MISS"
                 if flag and "not a target" not in family:
                     misses.append(f"{name} at {d:.4g}: {margin:+.4f}")
@@ -190,6 +200,22 @@ def main() -> None:
     print(f"\ncells below max({', '.join(baselines)}) - 0.005: {len(misses)}")
     for line in misses:
         print(f"  {line}")
+    if args.markdown:
+        print_markdown(fams, margins)
+
+
+def print_markdown(fams: dict, margins: dict[str, list[float]]) -> None:
+    """The margins as a markdown table (bold: below −0.005) and a line per family."""
+    print("\n| trace | deadlines | margin at each |\n|---|---|---|")
+    for members in fams.values():
+        for name, _, deadlines in members:
+            cells = " ".join(f"**{m:+.3f}**" if m < -0.005 else f"{m:+.3f}" for m in margins[name])
+            when = " / ".join(f"{d:.4g}" for d in deadlines)
+            print(f"| {name} | {when} s | {cells} |")
+    for family, members in fams.items():
+        cells = [m for name, _, _ in members for m in margins[name]]
+        held = sum(m >= -0.005 for m in cells)
+        print(f"\n{family}: {held} of {len(cells)} cells >= -0.005, worst {min(cells):+.3f}")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def main() -> None:
                     ("hypersched", {"probation": 0}) if label == TRUSTING else (label, {})
                 )
                 for seed in range(args.seeds):
-                    jobs.append((name, t.longest, deadline, seed, policy, params))
+                    jobs.append((name, t.longest, deadline, seed, policy, params, "auto"))
                     keys.append((name, f, label))
     with multiprocessing.get_context("fork").Pool(max(1, min(args.processes, 2))) as pool:
         rows = pool.map(run_cell, jobs, chunksize=8)
@@ -58,12 +58,13 @@ def main() -> None:
 
     print(f"\nmean best of {args.seeds} seeds at f x one configuration's full training time;")
     print("share = pooled share of asha's gap to the oracle closed (1: the oracle, 0: asha)")
-    short = [n.split("-")[0][:8] for n in names]
-    width = 9 * len(names) + 7  # a block: the traces' means and the share
+    short = [n.removesuffix("-cnn") for n in names]  # digits, mnist1d, mnist1d-cosine
+    col = max(8, *map(len, short))
+    width = (col + 1) * len(names) + 7  # a block: the traces' means and the share
     print(f"{'':>24}" + "".join(f" | {f'{f:g} x full':<{width}}" for f in FRACTIONS))
     print(
         f"{'policy':>24}"
-        + (" | " + " ".join(f"{s:>8}" for s in short) + f" {'share':>6}") * len(FRACTIONS)
+        + (" | " + " ".join(f"{s:>{col}}" for s in short) + f" {'share':>6}") * len(FRACTIONS)
     )
     for label in [*labels, "oracle"]:
         line = f"{label:>24}"
@@ -72,7 +73,7 @@ def main() -> None:
             gap = sum(bound[n, f] - mean[n, f, "asha"] for n in names)
             gain = sum(value[n] - mean[n, f, "asha"] for n in names)
             share = f"{gain / gap:>+6.2f}" if gap > 0 else f"{'nan':>6}"
-            line += " | " + " ".join(f"{value[n]:>8.4f}" for n in names) + f" {share}"
+            line += " | " + " ".join(f"{value[n]:>{col}.4f}" for n in names) + f" {share}"
         print(line)
 
 

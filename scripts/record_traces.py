@@ -17,7 +17,7 @@ per-replica batch, so the 2-process epoch does half the steps on each), and
 ``setup`` in a fresh process whose libraries are imported (dataset read from the disk
 cache); see :func:`measure_startup`.
 
-    .venv/bin/python scripts/record_traces.py            # both traces: ~20 CPU-minutes
+    .venv/bin/python scripts/record_traces.py            # the three traces: 20-45 min on 2 cores
     .venv/bin/python scripts/record_traces.py --summary  # figures of the traces in --out
     .venv/bin/python scripts/record_traces.py --only digits-cnn --configs 8 --epochs 3 --out /tmp/t
 """
@@ -40,7 +40,11 @@ from pathlib import Path
 
 import pandas as pd
 
-EXAMPLES = {"digits-cnn": "DigitsCNN", "mnist1d-cnn": "MNIST1DCNN"}
+EXAMPLES = {
+    "digits-cnn": "DigitsCNN",
+    "mnist1d-cnn": "MNIST1DCNN",
+    "mnist1d-cosine": "MNIST1DCosine",
+}
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "hypersched_nb" / "traces"
 
 

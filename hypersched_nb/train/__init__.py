@@ -9,13 +9,22 @@ from __future__ import annotations
 from hypersched_nb._lazy import lazy
 from hypersched_nb.train.trainable import Trainable, TrainContext
 
-__all__ = ["MNIST1DCNN", "CIFARResNet18", "DigitsCNN", "TrainContext", "Trainable", "data"]
+__all__ = [
+    "MNIST1DCNN",
+    "MNIST1DCosine",
+    "CIFARResNet18",
+    "DigitsCNN",
+    "TrainContext",
+    "Trainable",
+    "data",
+]
 
 __getattr__, __dir__ = lazy(
     __name__,
     {
         "DigitsCNN": "hypersched_nb.train.examples",
         "MNIST1DCNN": "hypersched_nb.train.examples",
+        "MNIST1DCosine": "hypersched_nb.train.examples",
         "CIFARResNet18": "hypersched_nb.train.examples",
     },
     submodules=["data"],

@@ -248,3 +248,33 @@ def test_the_shared_lcbench_traces_load_by_name():
     # 200 configurations, 52 epochs each, with the sidecar's ResNet-50 profile and 20 s start-up
     assert len(trace.ids) == 200 and trace.longest == 52
     assert trace.scaling == ScalingCurve.parse("resnet50-v100") and trace.startup_seconds == 20.0
+
+
+def _rank(values) -> np.ndarray:
+    return np.argsort(np.argsort(values)).astype(float)
+
+
+def _epoch1_rank_correlation_among_learners(name: str) -> float:
+    """Spearman's ρ of epoch 1 with the last epoch, over the trials that trained every epoch
+    and learned something (best ≥ 0.2: above the 0.1 of chance)."""
+    trace = load_trace(name)
+    curves = [trace.metrics[t] for t in trace.ids]
+    learners = [c for c in curves if len(c) == trace.longest and np.nanmax(c) >= 0.2]
+    return float(
+        np.corrcoef(_rank([c[0] for c in learners]), _rank([c[-1] for c in learners]))[0, 1]
+    )
+
+
+@pytest.mark.parametrize("name", ["digits-cnn", "mnist1d-cnn", "mnist1d-cosine"])
+def test_the_shipped_traces_were_recorded_by_really_training(name):
+    trace = load_trace(name)  # found in hypersched_nb/traces, no ../shared needed
+    assert trace.meta["source"].startswith("recorded by scripts/record_traces.py")
+    assert len(trace.ids) == 100 and trace.longest == 30
+    assert trace.metric_name == "val_acc" and trace.mode == "max"
+
+
+def test_on_the_scheduled_family_epoch_1_ranks_the_learners_worse_than_under_a_constant_rate():
+    # the third family: a learning rate warmed up and annealed over the 30-epoch budget
+    scheduled = _epoch1_rank_correlation_among_learners("mnist1d-cosine")
+    for constant in ("digits-cnn", "mnist1d-cnn"):
+        assert scheduled < _epoch1_rank_correlation_among_learners(constant) - 0.2

@@ -10,7 +10,7 @@ import torch
 
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.train import data
-from hypersched_nb.train.examples import MNIST1DCNN, CIFARResNet18, DigitsCNN
+from hypersched_nb.train.examples import MNIST1DCNN, CIFARResNet18, DigitsCNN, MNIST1DCosine
 from hypersched_nb.train.trainable import TrainContext
 
 
@@ -82,11 +82,18 @@ def test_step_reports_the_two_metrics():
 # -- determinism and state ---------------------------------------------------------------
 
 
-def test_pause_and_resume_elsewhere_equals_training_straight_through():
-    config = {"dropout": 0.3, "batch_size": 64}  # dropout draws random numbers every epoch
-    straight, results = trained(DigitsCNN, config, 3)
-    first, _ = trained(DigitsCNN, config, 2)
-    resumed = DigitsCNN()  # a fresh instance, as on another worker
+@pytest.mark.parametrize(
+    ("cls", "config"),
+    [
+        (DigitsCNN, {"dropout": 0.3, "batch_size": 64}),  # dropout draws random numbers
+        # paused in its warm-up, resumed where the schedule is at its peak
+        (MNIST1DCosine, {"dropout": 0.3, "batch_size": 256, "warmup_epochs": 2}),
+    ],
+)
+def test_pause_and_resume_elsewhere_equals_training_straight_through(cls, config):
+    straight, results = trained(cls, config, 3)
+    first, _ = trained(cls, config, 2)
+    resumed = cls()  # a fresh instance, as on another worker
     resumed.setup(config, TrainContext(seed=0))
     resumed.load_state_dict(roundtrip(first.state_dict()))
     assert resumed.step() == results[-1]  # the third epoch's metrics are the same ...
@@ -128,17 +135,35 @@ def test_resuming_at_another_world_size_keeps_that_world_sizes_learning_rate():
     assert alone.optimizer.param_groups[0]["lr"] == pytest.approx(0.04)
 
 
+def test_a_scheduled_learning_rate_warms_up_then_anneals_to_zero_at_the_budget():
+    t = MNIST1DCosine()
+    t.setup({"lr": 0.3, "warmup_epochs": 2, "budget_epochs": 6}, TrainContext())
+    factors = [t.lr_factor(e) for e in range(1, 9)]
+    assert factors[:3] == pytest.approx([1 / 3, 2 / 3, 1.0])  # warm-up, then the peak
+    assert factors[2:6] == sorted(factors[2:6], reverse=True)  # cosine annealing ...
+    assert 0 < factors[5] < 0.2  # ... whose last epoch in the budget is small but not 0
+    assert factors[6:] == [0.0, 0.0]  # past the budget nothing moves
+    t.step()
+    assert t.optimizer.param_groups[0]["lr"] == pytest.approx(0.1)  # epoch 1 trained at lr / 3
+
+
+def test_a_constant_learning_rate_is_the_default_schedule():
+    t, _ = trained(DigitsCNN, {"lr": 0.04, "batch_size": 512}, 2)
+    assert [t.lr_factor(e) for e in (1, 2, 30, 300)] == [1.0] * 4
+    assert t.optimizer.param_groups[0]["lr"] == pytest.approx(0.04)
+
+
 # -- configuration and search spaces -------------------------------------------------------
 
 
-@pytest.mark.parametrize("cls", [DigitsCNN, MNIST1DCNN, CIFARResNet18])
+@pytest.mark.parametrize("cls", [DigitsCNN, MNIST1DCNN, MNIST1DCosine, CIFARResNet18])
 def test_space_is_optuna_distributions_over_config_keys(cls):
     space = cls.space()
     assert all(isinstance(d, optuna.distributions.BaseDistribution) for d in space.values())
     assert set(space) <= set(cls.defaults)  # every searched name is a config key
 
 
-@pytest.mark.parametrize("cls", [DigitsCNN, MNIST1DCNN])
+@pytest.mark.parametrize("cls", [DigitsCNN, MNIST1DCNN, MNIST1DCosine])
 def test_space_reaches_both_diverging_and_stalling_learning_rates(cls):
     lr = cls.space()["lr"]
     assert lr.low <= 1e-4  # tiny: never learns in 30 epochs
@@ -153,6 +178,11 @@ def test_unknown_config_key_is_a_one_line_error():
 def test_bad_config_value_is_a_one_line_error():
     with pytest.raises(ConfigError, match="`momentum` is 1.5, but must be in"):
         DigitsCNN().setup({"momentum": 1.5}, TrainContext())
+
+
+def test_a_warm_up_as_long_as_the_budget_is_a_one_line_error():
+    with pytest.raises(ConfigError, match="`warmup_epochs` is 30, but must be >= 0 and < budget"):
+        MNIST1DCosine().setup({"warmup_epochs": 30, "budget_epochs": 30}, TrainContext())
 
 
 # -- offline data -----------------------------------------------------------------------
