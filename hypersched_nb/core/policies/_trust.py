@@ -14,9 +14,11 @@ The user who knows their curves says so (``early_signal``):
 
 - ``"doubt"``: as above (the probation rung earns trust);
 - ``"trust"``: no rung is on probation: epoch r judges from the first result, as in ASHA;
-- ``"auto"`` (the default): for now the same decisions as ``"doubt"``: the probation rung
-  earning trust *is* the switch from doubt to trust. (Deciding from more of the search's
-  own evidence is a later step.)
+- ``"auto"`` (the default): the same decisions as ``"doubt"``: the probation rung earning
+  trust *is* the switch from doubt to trust. The other ways of deciding from the search's
+  own evidence that were measured (an early look at epoch 2, a laxer or stricter test,
+  tentative verdicts, pausing epoch 1's floor, revoking trust) each lost more on one family
+  of curves than they gained on another: the README's "The default policy, cell by cell".
 
 :meth:`Trust.state` says which mode the search is in and why, in one line.
 
