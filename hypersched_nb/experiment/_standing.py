@@ -56,6 +56,9 @@ class Standing:
     trials: tuple[TrialSeen, ...]
     offers_left: int | None  # configurations not yet offered; None: no bound
     driver: bytes  # the driver and its policy, pickled without what ties them to the search
+    policy: str = ""  # the policy's name
+    early_signal: str | None = None  # what its policy was told of the first epochs (None:
+    # a policy without that option)
 
     @property
     def reported(self) -> bool:
@@ -103,6 +106,8 @@ def detach(driver: Driver, *, now: float, offers_left: int | None) -> Standing:
         best=float(driver.outcome.best), mode=driver.mode, max_epochs=int(driver.max_epochs),
         scaling=scaling, startup=startup, trials=trials,
         offers_left=offers_left if driver._offers_left else 0, driver=buffer.getvalue(),
+        policy=str(getattr(driver.policy, "name", type(driver.policy).__name__)),
+        early_signal=getattr(driver.policy, "early_signal", None),
     )  # fmt: skip
 
 

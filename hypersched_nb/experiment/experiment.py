@@ -631,13 +631,15 @@ class Experiment:
 
     def forecast(
         self, deadlines=None, workers=None, *, runs=32, margin=0.0, prior=None, seed=0,
-        executor=None,
+        early_signal=None, executor=None,
     ):  # fmt: skip
         """What the search would reach by each deadline (the forms of :attr:`deadline`;
         None: the current one) on each cluster size (None: the cluster's now): a DataFrame
         of expected best, p10, p90 and p_beat (P(beats the best so far by ``margin``)), from
         ``runs`` simulations of the rest of the search. Before the first result it needs a
-        ``prior`` trace of a similar model. ``executor`` (a ``concurrent.futures``
+        ``prior`` trace of a similar model. ``early_signal`` ("trust" or "doubt") asks what
+        the search would reach if its ``hypersched`` policy were told so now: one forecast
+        per answer weighs trusting epoch 1 now against testing it first. ``executor`` (a ``concurrent.futures``
         executor) is where the runs are simulated, the search being read here: a process
         pool keeps this interpreter free (None: on the calling thread). The search remembers the last one asked (here,
         by the magic or by the dashboard): :attr:`last_forecast`, and the report shows it.
@@ -666,7 +668,8 @@ class Experiment:
                 standing = fc.detach(self._driver, now=now, offers_left=left)
         made = datetime.now()
         asked = dict(deadlines=deadlines, workers=workers, runs=runs, margin=margin, seed=seed,
-                     prior=trace, started=self._session.started)  # fmt: skip
+                     prior=trace, started=self._session.started,
+                     early_signal=early_signal)  # fmt: skip
         if executor is None:
             found = fc.forecast(standing, **asked)
         else:

@@ -29,6 +29,12 @@ the same driver loop and the same policy code as the search itself:
    with more time could always be run as one with less time and then extended, so each
    run's best is carried forward to longer deadlines: more time never forecasts worse.
 
+**What if the policy were told otherwise?** ``early_signal="trust"`` (or ``"doubt"``) tells
+the clone of a ``hypersched`` policy, in every run, to trust epoch 1 from now on (or to test
+it first): two forecasts, one per answer, weigh "trust now" against "test first" on the
+search's own evidence (``benchmarks/forecast_calibration.py --weigh`` measures how often
+that picks the answer that really does better).
+
 Approximations, each visible in the calibration benchmark (``benchmarks/
 forecast_calibration.py``): a trial's seconds per epoch on one worker are its mean training
 seconds per epoch times the speed-up of the workers it holds now (one when it holds none);
@@ -48,6 +54,7 @@ from itertools import count, islice
 import numpy as np
 
 from hypersched_nb.core.curves import CurveCache
+from hypersched_nb.core.policies import check_early_signal
 from hypersched_nb.core.trial import TrialState
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment._standing import (
@@ -136,6 +143,7 @@ class Forecast:
     margin: float
     runs: int
     basis: str  # "search" or "prior"
+    early_signal: str | None = None  # told to the policy's clones (None: as it stands)
 
     @property
     def note(self) -> str:
@@ -144,13 +152,15 @@ class Forecast:
         return f"drawn from the search at {self.now:.0f}s"
 
     def frame(self):
-        """The outlooks as a pandas DataFrame; ``attrs`` keep now, best, margin, runs, note."""
+        """The outlooks as a pandas DataFrame; ``attrs`` keep now, best, margin, runs, note and
+        early_signal."""
         import pandas as pd
 
         df = pd.DataFrame([_fields(o) for o in self.outlooks])
         df.attrs.update(
-            now=self.now, best=self.best, margin=self.margin, runs=self.runs, note=self.note
-        )
+            now=self.now, best=self.best, margin=self.margin, runs=self.runs, note=self.note,
+            early_signal=self.early_signal,
+        )  # fmt: skip
         return df
 
 
@@ -169,8 +179,10 @@ def forecast_line(frame, row: int = 0) -> str:
     o, at = frame.iloc[row], frame.attrs
     when = format_duration(max(0.0, o.deadline - at["now"]))
     beat = "" if math.isnan(o.p_beat) else f", P(beats {at['best']:.4g}) {o.p_beat:.0%}"
+    told = at.get("early_signal")
+    told = f" told early_signal={told!r}" if told else ""
     return (
-        f"by {o.deadline:.0f}s (in {when}) on {o.workers:.0f} workers: best {o.expected:.4g} "
+        f"by {o.deadline:.0f}s (in {when}) on {o.workers:.0f} workers{told}: best {o.expected:.4g} "
         f"(10-90%: {o.p10:.4g}-{o.p90:.4g}){beat}; {at['runs']} runs, {at['note']}"
     )
 
@@ -274,19 +286,25 @@ def forecast(
     seed: int = 0,
     prior: Trace | None = None,
     started: datetime | None = None,
+    early_signal: str | None = None,
 ) -> Forecast:
     """Simulate the rest of the search ``runs`` times per (deadline, workers) pair.
 
     ``deadlines`` take the forms of ``Experiment.deadline`` ("+10m" moves the current one;
     None: the current one); ``workers`` are cluster sizes (None: the cluster's now);
-    ``started`` is the wall time of the search's start (for "17:00")."""
+    ``started`` is the wall time of the search's start (for "17:00"); ``early_signal``, if
+    given, is told to the policy's clone in every run (None: the policy as it stands)."""
     asked_deadlines = _deadlines(standing, deadlines, started)
     asked_workers = _workers(standing, workers)
     _check_runs(runs, margin)
+    _check_early_signal(standing, early_signal)
     futures = foresee(standing, runs=runs, seed=seed, prior=prior)
     finals = np.array(
         [
-            [[_run(standing, futures, d, w, seed, r) for d in asked_deadlines] for r in range(runs)]
+            [
+                [_run(standing, futures, d, w, seed, r, early_signal) for d in asked_deadlines]
+                for r in range(runs)
+            ]
             for w in asked_workers
         ]
     )  # (workers, runs, deadlines)
@@ -296,10 +314,15 @@ def forecast(
         for i, d in enumerate(asked_deadlines)
         for j, w in enumerate(asked_workers)
     )
-    return Forecast(outlooks, standing.now, standing.best, margin, runs, futures.basis)
+    return Forecast(
+        outlooks, standing.now, standing.best, margin, runs, futures.basis, early_signal
+    )
 
 
-def _run(standing: Standing, futures: Futures, deadline: float, workers: int, seed: int, r: int):
+def _run(
+    standing: Standing, futures: Futures, deadline: float, workers: int, seed: int, r: int,
+    early_signal: str | None = None,
+):  # fmt: skip
     """One simulated rest of the search: its best metric by ``deadline``."""
     rng = np.random.default_rng((seed, r))
     clock = VirtualClock(standing.now)
@@ -313,6 +336,8 @@ def _run(standing: Standing, futures: Futures, deadline: float, workers: int, se
     driver = attach(standing, runtime=runtime, clock=clock, offers=offers)
     driver.deadline, driver.capacity = deadline, workers
     driver.max_workers = max(driver.max_workers, workers)
+    if early_signal is not None:
+        driver.policy.tell_early_signal(early_signal)
     return driver.run().best
 
 
@@ -402,6 +427,17 @@ def _workers(standing: Standing, workers) -> tuple[int, ...]:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ConfigError(f"`workers` holds {k!r}, but each must be a whole number >= 1")
     return tuple(int(k) for k in sizes)
+
+
+def _check_early_signal(standing: Standing, early_signal) -> None:
+    if early_signal is None:
+        return
+    check_early_signal(early_signal)
+    if standing.early_signal is None:
+        raise ConfigError(
+            f"`early_signal` is {early_signal!r}, but the search's policy {standing.policy!r} "
+            "has no such option; ask it of a search whose policy is 'hypersched'"
+        )
 
 
 def _check_runs(runs, margin) -> None:

@@ -7,6 +7,7 @@
     %hypersched status
     %hypersched deadline +10m
     %hypersched forecast +10m --workers 8
+    %hypersched forecast --early-signal trust
     %hypersched wait
     %hypersched stop
     %hypersched resume hypersched-runs/20261125-101500-4242
@@ -128,6 +129,10 @@ def _forecast_parser() -> _Parser:
     p.add_argument("--runs", type=int, default=32, help="simulations (default: 32)")
     p.add_argument("--margin", type=float, default=0.0, help="P(beat the best by this much)")
     p.add_argument("--prior", help="a trace of a similar model, for a search with no result yet")
+    p.add_argument(
+        "--early-signal",
+        help="'trust' or 'doubt': the best if the hypersched policy were told so now",
+    )
     return p
 
 
@@ -175,7 +180,8 @@ class HyperschedMagics(Magics):
 
         Subcommands: ``start TRAINABLE [options]`` (a search in the background, with the
         dashboard), ``status`` (one summary), ``deadline SPEC`` (move it: '+10m', '17:00'),
-        ``forecast [SPEC] [--workers N]`` (the best expected by then, in one line),
+        ``forecast [SPEC] [--workers N] [--early-signal trust|doubt]`` (the best expected by
+        then, in one line; told to trust or doubt epoch 1 from now),
         ``resume PATH`` (go on with a search whose kernel died, from its checkpoint folder),
         ``wait`` (block until the end, the dashboard's controls still live), ``stop`` (end
         gracefully, keeping the best so far).
@@ -273,7 +279,7 @@ class HyperschedMagics(Magics):
         frame = self._experiment().forecast(
             None if a.deadline is None else [a.deadline],
             None if a.workers is None else [a.workers],
-            runs=a.runs, margin=a.margin, prior=a.prior,
+            runs=a.runs, margin=a.margin, prior=a.prior, early_signal=a.early_signal,
         )  # fmt: skip
         print(forecast_line(frame))
 

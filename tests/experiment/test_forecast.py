@@ -154,3 +154,63 @@ def test_the_runs_can_be_simulated_elsewhere_with_the_same_answer(halted):
         there = halted.forecast(["+1m"], [2, 4], runs=3, executor=pool)
     assert there.equals(here) and there.attrs == here.attrs
     assert halted.last_forecast.forecast.frame().equals(there)  # remembered the same way
+
+
+# -- what if the policy were told otherwise --------------------------------------------
+
+
+@pytest.fixture
+def doubting():
+    """A hypersched search on a shipped trace, held still while it still doubts epoch 1."""
+    digits = load_trace("digits-cnn")
+    exp, halt = halted_replay(digits, at=2, deadline=15, workers=4, policy="hypersched")
+    exp.start()
+    assert halt.wait()
+    yield exp
+    halt.release()
+    exp.wait()
+
+
+def test_telling_the_clones_to_trust_epoch_1_leaves_the_live_policy_doubting(doubting, monkeypatch):
+    from hypersched_nb.core.policies._hypersched import HyperSched
+
+    told = []
+    tell = HyperSched.tell_early_signal
+    monkeypatch.setattr(
+        HyperSched, "tell_early_signal", lambda self, word: told.append(word) or tell(self, word)
+    )
+    live = doubting.statistics().describe
+    assert live.startswith("doubting epoch 1")
+    frame = doubting.forecast([10, 15], runs=3, early_signal="trust")
+    assert told == ["trust"] * 6  # every run of every deadline, and only the clones
+    assert frame.attrs["early_signal"] == "trust"
+    assert doubting.statistics().describe.startswith("doubting epoch 1")
+    untold = doubting.forecast([10, 15], runs=3)
+    assert untold.attrs["early_signal"] is None and len(told) == 6
+
+
+def test_the_magic_line_says_what_the_clones_were_told(doubting):
+    from hypersched_nb.experiment.forecast import forecast_line
+
+    line = forecast_line(doubting.forecast(runs=2, early_signal="doubt"))
+    assert "on 4 workers told early_signal='doubt': best" in line
+
+
+@pytest.mark.parametrize(
+    "policy, word, message",
+    [
+        ("hypersched", "sometimes", "`early_signal` is 'sometimes', but must be one of 'auto'"),
+        ("asha", "trust", "the search's policy 'asha' has no such option"),
+    ],
+)
+def test_an_early_signal_the_policy_cannot_hear_is_one_line(policy, word, message):
+    exp, halt = halted_replay(tiny_trace(), at=80, deadline=240, workers=2, policy=policy)
+    exp.start()
+    assert halt.wait()
+    try:
+        with pytest.raises(ConfigError, match=message) as err:
+            exp.forecast(runs=2, early_signal=word)
+        assert "\n" not in str(err.value)
+    finally:
+        halt.release()
+        exp.wait()

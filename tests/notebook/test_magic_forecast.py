@@ -36,7 +36,8 @@ def test_forecast_prints_one_line(shell, halted, capsys, line, start):
 @pytest.mark.parametrize(
     "line, message",
     [("forecast -1m", "already past"), ("forecast --workers 0", "`workers` holds 0"),
-     ("forecast --runs 0", "`runs` is 0"), ("forecast --workers many", "invalid int value")],
+     ("forecast --runs 0", "`runs` is 0"), ("forecast --workers many", "invalid int value"),
+     ("forecast --early-signal trust", "the search's policy 'asha' has no such option")],
 )  # fmt: skip
 def test_forecast_mistakes_are_one_line_usage_errors(shell, halted, line, message):
     with pytest.raises(UsageError, match=message) as err:

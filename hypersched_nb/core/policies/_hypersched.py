@@ -150,6 +150,17 @@ class HyperSched(Policy):
         """Index of the lowest rung that judges (rule 2)."""
         return self.trust.first()
 
+    @property
+    def early_signal(self) -> str:
+        """What the search was told of the first epochs: "auto", "trust" or "doubt"."""
+        return self.trust.early_signal
+
+    def tell_early_signal(self, early_signal: str) -> None:
+        """Rule 2 as told from now on (a what-if forecast tells it to a clone; see
+        :meth:`~._trust.Trust.tell`)."""
+        if self.trust.tell(early_signal):
+            self.breadth.moved()
+
     def early_signal_state(self) -> str:
         """Rule 2's mode and why: "doubt: epoch 1 not yet shown to predict epoch 4 (…)"."""
         return self.trust.state()

@@ -79,7 +79,7 @@ class Trust:
     ``probation=0``: see ``HyperSchedParams.probation_rungs``)."""
 
     __slots__ = ("_doubted", "_first", "_needed", "agreement", "early_signal", "milestones")
-    __slots__ += ("eta", "floor", "pairs", "seen", "trusted", "z")
+    __slots__ += ("eta", "floor", "pairs", "probation", "seen", "trusted", "z")
 
     def __init__(
         self,
@@ -93,6 +93,7 @@ class Trust:
         early_signal: str = "auto",
     ):
         first = min(probation, len(rungs) - 1)  # the top rung is never on probation
+        self.probation = first
         self.trusted = [i >= first for i in range(len(rungs))]
         self._first = first  # trusted.index(True), kept: ``trusted`` changes only in pair()
         self._doubted = first > 0  # did the search start in doubt?
@@ -126,6 +127,23 @@ class Trust:
         self.trusted[i] = trusted(auc, kept, paused, self.z, self.floor)
         self._first = self.trusted.index(True)
         return self.trusted[i]
+
+    def tell(self, early_signal: str) -> bool:
+        """The user's word from now on, as a what-if forecast asks it of a clone: ``"trust"``
+        makes every rung judge; ``"doubt"`` puts the lowest rungs (``probation`` of them, at
+        least one) back on probation, to earn trust at their next test; ``"auto"`` keeps
+        things as they stand. True when the first judging rung moved."""
+        before = self._first
+        if early_signal == "trust":
+            self.trusted = [True] * len(self.trusted)
+        elif early_signal == "doubt":
+            doubted = min(max(self.probation, 1), len(self.trusted) - 1)
+            self.trusted = [i >= doubted for i in range(len(self.trusted))]
+            self._doubted = self._doubted or doubted > 0
+        if early_signal != "auto":
+            self.early_signal = early_signal
+        self._first = self.trusted.index(True)
+        return self._first != before
 
     def state(self) -> str:
         """The mode and why, in one line: "doubt: epoch 1 not yet shown to predict epoch 4

@@ -401,6 +401,26 @@ def test_doubt_says_why_it_still_doubts():
     )
 
 
+def test_told_to_trust_mid_search_it_judges_epoch_1_from_the_next_result():
+    hs = policy()  # in doubt: epoch 1 records, judges no one
+    report(hs, trial(0), 1, 0.9)
+    assert report(hs, trial(1), 1, 0.1).decision is CONTINUE
+    hs.tell_early_signal("trust")  # what a what-if forecast tells a clone
+    assert hs.first_judged() == 0 and hs.early_signal == "trust"
+    assert report(hs, trial(2), 1, 0.1).decision is PAUSE
+    assert hs.describe(OPEN).startswith("trusting epoch 1, as told · ")
+
+
+def test_told_to_doubt_a_trusted_epoch_1_puts_it_back_on_probation():
+    hs = policy(early_signal="trust")
+    hs.tell_early_signal("doubt")
+    assert hs.first_judged() == 1 and hs.trust.mode() == "doubt"
+    report(hs, trial(0), 1, 0.9)
+    assert report(hs, trial(1), 1, 0.1).decision is CONTINUE  # epoch 1 must earn trust again
+    hs.tell_early_signal("auto")  # "auto": as it stands
+    assert hs.first_judged() == 1 and hs.early_signal == "doubt"
+
+
 def test_with_one_rung_or_no_probation_there_is_nothing_to_doubt():
     assert policy(max_epochs=3).early_signal_state() == "trust: epoch 1 is the only epoch judged"
     assert policy(probation=0).early_signal_state() == (
