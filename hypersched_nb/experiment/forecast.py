@@ -13,9 +13,14 @@ the same driver loop and the same policy code as the search itself:
 2. **Foresee** (:func:`foresee`): every trial that reported continues along draws of the
    curve predictor (:class:`~hypersched_nb.core.curves.CurveCache`, the policies' own, with
    its uncertainty): run r follows draw r. A configuration not yet tried (and an offered
-   one not yet started) gets the whole curve of a trial already seen, drawn uniformly: its
-   observed epochs and one predicted continuation (a bootstrap of the curves seen). Before
-   any result, whole curves of a ``prior`` trace are drawn instead.
+   one not yet started) gets the whole curve of a trial already seen, drawn uniformly (its
+   observed epochs and one predicted continuation), shifted up or down as a whole by a
+   normal draw whose scale is the mean gap between the top five final values seen
+   (:func:`top_spacing`): a plain bootstrap of the curves seen could never try a
+   configuration better than all of them, which is where a search's best often comes
+   from, and the gaps between the best values are the search's own measure of how far the
+   next best may lie. Before any result, whole curves of a ``prior`` trace are drawn
+   instead.
 3. **Simulate** (:func:`forecast`): each run loads the pickled driver afresh, seats its
    trials on a :class:`~hypersched_nb.sim.resume.ResumedRuntime` as they stand (epochs done,
    workers held, the epoch in flight) on a virtual clock set to now, and runs the driver's
@@ -85,6 +90,7 @@ __all__ = [
     "fresh",
     "offers_left",
     "prior_trace",
+    "top_spacing",
 ]
 
 _SEATED = (TrialState.PENDING, TrialState.RUNNING, TrialState.PAUSED)
@@ -108,16 +114,22 @@ class Curve:
 @dataclass(frozen=True, slots=True)
 class Futures:
     """The curves the runs follow: ``own`` for trials that reported (run r takes draw r),
-    ``pool`` for configurations not yet tried (each takes a random curve of it)."""
+    ``pool`` for configurations not yet tried (each takes a random curve of it, shifted by
+    a normal draw of scale ``spread`` and kept within ``bounds``)."""
 
     own: Mapping[int, Curve]
     pool: tuple[Curve, ...]
     basis: str  # "search": drawn from the curves seen; "prior": from a prior trace alone
+    spread: float = 0.0
+    bounds: tuple[float, float] = (-math.inf, math.inf)
 
     def draw_new(self, rng: np.random.Generator, r: int) -> tuple[np.ndarray, np.ndarray]:
         """A configuration not yet tried, in run ``r``: a curve of the pool, drawn
-        uniformly, on that run's path."""
-        return self.pool[int(rng.integers(len(self.pool)))].draw(r)
+        uniformly, on that run's path, shifted as a whole."""
+        metrics, seconds = self.pool[int(rng.integers(len(self.pool)))].draw(r)
+        if self.spread > 0:
+            metrics = np.clip(metrics + rng.normal(0.0, self.spread), *self.bounds)
+        return metrics, seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +247,31 @@ def foresee(standing: Standing, *, runs: int, seed: int, prior: Trace | None = N
         for t in standing.trials
         if t.metrics
     }
-    return Futures(own, tuple(own.values()), "search")
+    pool = tuple(own.values())
+    finals = [float(np.median(curve.metrics[:, -1])) for curve in pool]
+    return Futures(own, pool, "search", top_spacing(finals, standing.mode), _bounds(pool))
+
+
+def top_spacing(finals: Sequence[float], mode: str, top: int = 5) -> float:
+    """The mean gap between the ``top`` best of ``finals`` (NaN left out; 0 with fewer than
+    three): the scale of how far a configuration not yet tried may pass the best seen.
+
+    >>> top_spacing([0.2, 0.9, 0.5, 0.8, 0.85, 0.1, float("nan")], "max", top=3)
+    0.05
+    """
+    ranked = sorted((f for f in finals if math.isfinite(f)), reverse=mode == "max")[:top]
+    if len(ranked) < 3:
+        return 0.0
+    return round(abs(ranked[0] - ranked[-1]) / (len(ranked) - 1), 12)
+
+
+def _bounds(pool: Sequence[Curve]) -> tuple[float, float]:
+    """[0, 1] while every value seen lies in it (an accuracy), [0, ∞) while none is
+    negative (a loss), else no bound."""
+    values = np.concatenate([c.metrics[np.isfinite(c.metrics)] for c in pool])
+    if values.size and values.min() >= 0:
+        return (0.0, 1.0) if values.max() <= 1 else (0.0, math.inf)
+    return (-math.inf, math.inf)
 
 
 class _Asked:

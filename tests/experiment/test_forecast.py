@@ -214,3 +214,24 @@ def test_an_early_signal_the_policy_cannot_hear_is_one_line(policy, word, messag
     finally:
         halt.release()
         exp.wait()
+
+
+# -- configurations not yet tried ------------------------------------------------------
+
+
+def test_an_untried_configuration_may_pass_every_curve_seen_by_the_gaps_at_the_top():
+    from hypersched_nb.experiment.forecast import Curve, Futures, top_spacing
+
+    seen = [Curve(np.array([[0.3, final]]), np.ones(2)) for final in (0.6, 0.7, 0.8, 0.2)]
+    spread = top_spacing([0.6, 0.7, 0.8, 0.2], "max")
+    assert spread == pytest.approx(0.2)  # (0.8 - 0.2) over the three gaps of the top four
+
+    def finals(futures):
+        rng = np.random.default_rng(0)
+        return np.array([futures.draw_new(rng, 0)[0][-1] for _ in range(400)])
+
+    plain = finals(Futures({}, tuple(seen), "search"))
+    assert plain.max() == 0.8  # a bootstrap never passes the best it has seen
+    shifted = finals(Futures({}, tuple(seen), "search", spread, bounds=(0.0, 1.0)))
+    assert (shifted > 0.8).mean() > 0.05  # … a search's next best often does
+    assert shifted.min() >= 0.0 and shifted.max() <= 1.0  # an accuracy stays one
