@@ -198,15 +198,19 @@ def available(names: list[str]) -> list[str]:
     return found
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def run_cases(doc: str, work, *, policy: str | None = None):
+    """Parse the command line (``--policy`` unless ``policy`` is fixed), run ``work`` on
+    every (trace, seed, fraction) case on at most 2 processes; (args, traces, results)."""
+    p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--traces", default=",".join(DEFAULT_TRACES))
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--runs", type=int, default=32)
-    p.add_argument("--policy", default="hypersched")
+    if policy is None:
+        p.add_argument("--policy", default="hypersched")
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     args = p.parse_args()
+    args.policy = policy or args.policy
     traces = available(args.traces.split(","))
     cases = [
         Case(t, s, f, args.workers, args.runs, args.policy)
@@ -216,8 +220,13 @@ def main() -> None:
     ]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, min(args.jobs, 2))) as pool:
-        rows = list(pool.map(check, cases))
+        rows = list(pool.map(work, cases))
     print(f"{len(cases)} cases on {len(traces)} traces in {time.perf_counter() - t0:.0f} s\n")
+    return args, traces, rows
+
+
+def main() -> None:
+    args, traces, rows = run_cases(__doc__, check)
     print("trace              workers  coverage (70-90%)  MAE / naive MAE (<= 0.5): mean, median")
     for name in [*traces, "pooled"]:
         mine = [r for r in rows if name in ("pooled", r.case.trace)]

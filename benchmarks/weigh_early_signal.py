@@ -20,23 +20,16 @@ A policy that weighs the two with the forecast can be no better than "the pick" 
 
 from __future__ import annotations
 
-import argparse
-import os
-import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-from forecast_calibration import FRACTIONS, Case, available, search
+from forecast_calibration import FRACTIONS, Case, run_cases, search
 
 from hypersched_nb.experiment.driver import Driver
 from hypersched_nb.experiment.forecast import detach, forecast, offers_left
 from hypersched_nb.sim.trace import load_trace
 
 WORDS = ("trust", "doubt")
-DEFAULT_TRACES = ("digits-cnn", "mnist1d-cnn", "mnist1d-cosine") + tuple(
-    f"lcbench-{task}" for task in (126026, 167152, 167181, 167190, 168910, 189909)
-)
 TIE = 0.005
 
 
@@ -89,24 +82,7 @@ def report(rows: list[Weighed], name: str, fraction: float) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--traces", default=",".join(DEFAULT_TRACES))
-    p.add_argument("--seeds", type=int, default=10)
-    p.add_argument("--runs", type=int, default=32)
-    p.add_argument("--workers", type=int, default=8)
-    p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
-    args = p.parse_args()
-    traces = available(args.traces.split(","))
-    cases = [
-        Case(t, s, f, args.workers, args.runs, "hypersched")
-        for t in traces
-        for s in range(args.seeds)
-        for f in FRACTIONS
-    ]
-    t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=max(1, min(args.jobs, 2))) as pool:
-        rows = list(pool.map(weigh, cases))
-    print(f"{len(cases)} cases on {len(traces)} traces in {time.perf_counter() - t0:.0f} s\n")
+    _, traces, rows = run_cases(__doc__, weigh, policy="hypersched")
     print("mean real best by the deadline, from the moment on: as the search stands, told each")
     print(
         f"word, or following the forecast's pick; right: picks of the better word (apart > {TIE})"

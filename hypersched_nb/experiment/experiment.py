@@ -639,11 +639,12 @@ class Experiment:
         ``runs`` simulations of the rest of the search. Before the first result it needs a
         ``prior`` trace of a similar model. ``early_signal`` ("trust" or "doubt") asks what
         the search would reach if its ``hypersched`` policy were told so now: one forecast
-        per answer weighs trusting epoch 1 now against testing it first. ``executor`` (a ``concurrent.futures``
-        executor) is where the runs are simulated, the search being read here: a process
-        pool keeps this interpreter free (None: on the calling thread). The search remembers the last one asked (here,
-        by the magic or by the dashboard): :attr:`last_forecast`, and the report shows it.
-        See :mod:`hypersched_nb.experiment.forecast`."""
+        per answer weighs trusting epoch 1 now against testing it first. ``executor`` (a
+        ``concurrent.futures`` executor) is where the runs are simulated, the search being
+        read here: a process pool keeps this interpreter free (None: on the calling thread).
+        The search remembers the last one asked (here, by the magic or by the dashboard):
+        :attr:`last_forecast`, and the report shows it. See
+        :mod:`hypersched_nb.experiment.forecast`."""
         from hypersched_nb.experiment import forecast as fc
 
         trace = fc.prior_trace(prior, metric=self.metric, mode=self.mode)

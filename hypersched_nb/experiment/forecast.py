@@ -37,8 +37,8 @@ the same driver loop and the same policy code as the search itself:
 **What if the policy were told otherwise?** ``early_signal="trust"`` (or ``"doubt"``) tells
 the clone of a ``hypersched`` policy, in every run, to trust epoch 1 from now on (or to test
 it first): two forecasts, one per answer, weigh "trust now" against "test first" on the
-search's own evidence (``benchmarks/forecast_calibration.py --weigh`` measures how often
-that picks the answer that really does better).
+search's own evidence (``benchmarks/weigh_early_signal.py`` measures how often that picks
+the answer that really does better).
 
 Approximations, each visible in the calibration benchmark (``benchmarks/
 forecast_calibration.py``): a trial's seconds per epoch on one worker are its mean training
