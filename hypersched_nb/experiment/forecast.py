@@ -241,9 +241,8 @@ def foresee(standing: Standing, *, runs: int, seed: int, prior: Trace | None = N
     for trial in standing.trials:
         for metric in trial.metrics:
             cache.observe(metric)
-    rng = np.random.default_rng(seed)
     own = {
-        t.trial_id: _continued(t, cache, standing.mode, standing.max_epochs, rng)
+        t.trial_id: _continued(t, cache, standing.mode, standing.max_epochs)
         for t in standing.trials
         if t.metrics
     }
@@ -283,23 +282,27 @@ class _Asked:
         self.trial_id, self.metrics, self.epochs = trial.trial_id, trial.metrics, len(trial.metrics)
 
 
-def _continued(trial: TrialSeen, cache: CurveCache, mode: str, max_epochs: int, rng) -> Curve:
+def _continued(trial: TrialSeen, cache: CurveCache, mode: str, max_epochs: int) -> Curve:
     """The trial's observed epochs followed by each predicted continuation to R."""
     seen = np.asarray(trial.metrics, dtype=float)
     seconds = np.full(max(max_epochs, seen.size), trial.seconds)
     if seen.size >= max_epochs or not math.isfinite(seen[-1]):  # over: nothing follows
         return Curve(seen[None, :], seconds[: seen.size])
-    future = _as_paths(cache.predict(_Asked(trial), mode).samples, rng)
+    future = _as_paths(cache.predict(_Asked(trial), mode).samples)
     metrics = np.concatenate([np.broadcast_to(seen, (len(future), seen.size)), future], axis=1)
     return Curve(metrics, seconds)
 
 
-def _as_paths(draws: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _as_paths(draws: np.ndarray) -> np.ndarray:
     """Paths through the predictor's draws: path i takes the i-th smallest draw at every
-    epoch, and the paths come in random order. The predictor draws each epoch with noise of
-    its own, right for one epoch's value, but a path of such draws zigzags and its running
-    best climbs on noise alone; ranked paths keep every epoch's distribution and wander as
-    a curve does, persistently."""
+    epoch. The predictor draws each epoch with noise of its own, right for one epoch's
+    value, but a path of such draws zigzags and its running best climbs on noise alone;
+    ranked paths keep every epoch's distribution and wander as a curve does, persistently.
+
+    Run r follows path r of every trial, so the runs range from every trial doing worse
+    than predicted to every trial doing better. Paths shuffled per trial (each run lucky
+    on some trials, unlucky on others) make the best of a run climb on the luckiest trial:
+    measured, the point error rose from 0.55 to 0.64 × naive, 3.23 on lcbench-168910."""
     return np.sort(draws, axis=0)
 
 
