@@ -42,9 +42,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model",
-        choices=("digits", "mnist1d"),
+        choices=("digits", "mnist1d", "mnist1d-cosine"),
         default="digits",
-        help="example trainable (default: digits)",
+        help="example trainable (default: digits; mnist1d-cosine anneals its learning rate "
+        "over --max-epochs)",
     )
     p.add_argument(
         "--max-epochs", type=int, default=30, help="epochs a trial may train (default: 30)"
@@ -102,6 +103,21 @@ class _Progress:
             self.stream.flush()
 
 
+def search_space(name: str, max_epochs: int) -> tuple[type, dict]:
+    """The example trainable called ``name`` and its search space; ``mnist1d-cosine``'s
+    schedule spans the search's epoch budget, with its warm-up shorter than it."""
+    from optuna.distributions import IntDistribution
+
+    from hypersched_nb.train.examples import MNIST1DCNN, DigitsCNN, MNIST1DCosine
+
+    model = {"digits": DigitsCNN, "mnist1d": MNIST1DCNN, "mnist1d-cosine": MNIST1DCosine}[name]
+    space = model.space()
+    if model is MNIST1DCosine:
+        warmup = IntDistribution(0, max(0, min(space["warmup_epochs"].high, max_epochs - 1)))
+        space |= {"warmup_epochs": warmup, "budget_epochs": max_epochs}
+    return model, space
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # keep the one progress line readable: Dask's own chatter goes to ERROR, here and in workers
@@ -111,14 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     from hypersched_nb.errors import HyperschedError
     from hypersched_nb.experiment.experiment import Experiment
     from hypersched_nb.notebook.report import write_report
-    from hypersched_nb.train.examples import MNIST1DCNN, DigitsCNN
 
-    model = DigitsCNN if args.model == "digits" else MNIST1DCNN
     t0 = time.monotonic()
     try:
         _check(args)
+        model, space = search_space(args.model, args.max_epochs)
         exp = Experiment(
-            model, model.space(), metric="val_acc", mode="max", deadline=args.deadline,
+            model, space, metric="val_acc", mode="max", deadline=args.deadline,
             max_epochs=args.max_epochs, eta=args.eta, policy=args.policy,
             cluster=args.workers if args.address is None else args.address,
             sampler=args.sampler, seed=args.seed,

@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from hypersched_nb.demo import _Progress, main
+from hypersched_nb.demo import _Progress, main, search_space
 
 
 @pytest.fixture(autouse=True)
@@ -70,6 +70,23 @@ def test_each_bad_option_is_one_line_before_the_search_starts(never_started, cap
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"hypersched_nb demo: {message}") and err.count("\n") == 1
+
+
+def test_mnist1d_cosine_anneals_over_the_searchs_epoch_budget():
+    from hypersched_nb.train.examples import MNIST1DCosine
+    from hypersched_nb.train.trainable import TrainContext
+
+    model, space = search_space("mnist1d-cosine", 6)
+    assert model is MNIST1DCosine and space["budget_epochs"] == 6  # the schedule ends with R
+    assert space["warmup_epochs"].high == 5  # a warm-up always shorter than the budget
+    model().setup({"warmup_epochs": 5, "budget_epochs": 6}, TrainContext())  # a valid config
+    assert search_space("mnist1d-cosine", 30)[1]["warmup_epochs"].high == 8
+    assert "budget_epochs" not in search_space("mnist1d", 30)[1]
+
+
+def test_an_epoch_budget_below_one_is_still_the_searchs_one_line(never_started, capsys):
+    assert main(["--model", "mnist1d-cosine", "--max-epochs", "0"]) == 2
+    assert capsys.readouterr().err.startswith("hypersched_nb demo: `max_epochs` is 0")
 
 
 def test_a_report_path_that_is_a_folder_is_refused_before_the_search(
