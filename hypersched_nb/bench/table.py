@@ -72,6 +72,18 @@ def format_table(runs: list[dict], plan) -> str:
         ttt = [[p] + [_ttt_cell(by.get((p, d), [])) for d in deadlines] for p in policies]
         title = f"time to reach {s.target:g}: mean s over the seeds that reached it (reached/seeds)"
         parts += ["", _grid(title, header, ttt)]
+    told = [
+        p
+        for p in policies
+        if any(r["early_signal_at_end"] for d in deadlines for r in by.get((p, d), []))
+    ]
+    if told:
+        trusting = [[p] + [_trust_cell(by.get((p, d), [])) for d in deadlines] for p in told]
+        title = (
+            f"runs that ended trusting the first epochs (early_signal={s.early_signal!r}; "
+            "the rest still doubted them)"
+        )
+        parts += ["", _grid(title, header, trusting)]
     return "\n".join(parts)
 
 
@@ -88,6 +100,12 @@ def _best_cell(rows: list[dict]) -> str:
         return "-"
     started = fmean(r["trials_started"] for r in rows)
     return f"{_mean_sd([r['best'] for r in rows])} ({started:.1f})"
+
+
+def _trust_cell(rows: list[dict]) -> str:
+    if not rows:
+        return "-"
+    return f"{sum(r['early_signal_at_end'] == 'trust' for r in rows)}/{len(rows)}"
 
 
 def _ttt_cell(rows: list[dict]) -> str:

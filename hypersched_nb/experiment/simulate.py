@@ -84,12 +84,19 @@ class RunRecord:
     time_to_target: float | None
     worker_seconds_busy: float
     worker_seconds_billed: float  # ∫ cluster size dt (elastic policies size the cluster)
+    early_signal_at_end: str | None = None  # "trust" or "doubt" (None: no such rule)
 
     @classmethod
-    def of(cls, policy: str, deadline: float, seed: int, out: Outcome, *, oracle: float):
+    def of(
+        cls, name: str, deadline: float, seed: int, out: Outcome, *, oracle: float, policy
+    ) -> RunRecord:
+        """The record of a search by ``policy`` (registered as ``name``) that ended in
+        ``out``."""
+        mode = getattr(policy, "early_signal_mode", None)  # hypersched's rule 2; others none
         return cls(
-            policy, float(deadline), seed, out.best, oracle, out.trials_started,
+            name, float(deadline), seed, out.best, oracle, out.trials_started,
             out.time_to_target, out.worker_seconds_busy, out.worker_seconds_billed,
+            mode() if mode is not None else None,
         )  # fmt: skip
 
     def to_json(self) -> dict:
@@ -148,5 +155,5 @@ def simulate(
         cost_budget=settings.cost_budget,
     )
     out = driver.run()
-    record = RunRecord.of(policy, deadline, seed, out, oracle=sim.oracle(deadline))
+    record = RunRecord.of(policy, deadline, seed, out, oracle=sim.oracle(deadline), policy=pol)
     return Simulation(record, out, driver)

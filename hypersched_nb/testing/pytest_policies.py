@@ -192,7 +192,9 @@ def run_watched(
     except Exception as exc:  # noqa: BLE001 - kept for the checks to report
         run.crash = exc
         return run
-    run.record = RunRecord.of(name, scenario.deadline, scenario.seed, run.outcome, oracle=oracle)
+    run.record = RunRecord.of(
+        name, scenario.deadline, scenario.seed, run.outcome, oracle=oracle, policy=inner
+    )
     return run
 
 

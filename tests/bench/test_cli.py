@@ -76,14 +76,29 @@ def test_json_has_exactly_the_contract_fields(toy, tmp_path, capsys):
     assert doc["trace"] == str(toy) and doc["workers"] == 2  # as given on the command line
     assert len(doc["runs"]) == 3 * 2 * 2  # policies × deadlines × seeds
     for row in doc["runs"]:
-        # the contract's first fields in order, then the billed worker-seconds added at the end
-        assert list(row) == CONTRACT_ROW + ["worker_seconds_billed"]
+        # the contract's first fields in order, then the fields added since, at the end
+        assert list(row) == CONTRACT_ROW + ["worker_seconds_billed", "early_signal_at_end"]
         assert isinstance(row["deadline"], float) and row["seed"] in (0, 1)  # seeds 0 … K−1
         assert row["best"] <= row["oracle"]  # the oracle bounds every policy
         assert row["time_to_target"] is None  # no --target given
     table = capsys.readouterr().out
     for word in ("asha", "random", "hyperband", "oracle", "40 s", "200 s", " ± "):
         assert word in table  # a row per policy, a column per deadline, mean ± sd
+
+
+def test_the_table_counts_the_runs_that_ended_trusting_the_first_epochs(toy, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    told = base(toy, **{"--policies": "hypersched,asha", "--early-signal": "trust"})
+    assert bench(*told, "--json", out) == 0
+    table = capsys.readouterr().out
+    assert "runs that ended trusting the first epochs (early_signal='trust'" in table
+    counts = table.split("runs that ended trusting")[1].splitlines()
+    assert [line.split() for line in counts[3:]] == [["hypersched", "2/2", "2/2"]]  # not asha
+    rows = json.loads(out.read_text())["runs"]
+    assert {r["policy"]: r["early_signal_at_end"] for r in rows} == {
+        "hypersched": "trust",
+        "asha": None,
+    }
 
 
 def test_every_policy_sees_the_same_configurations_for_a_seed(toy, tmp_path):

@@ -20,6 +20,7 @@ CONTRACT = [
     "time_to_target",
     "worker_seconds_busy",
     "worker_seconds_billed",
+    "early_signal_at_end",
 ]
 SETTINGS = SimSettings(workers=3, configs=10)
 
@@ -42,6 +43,14 @@ def test_the_record_is_a_bench_json_row_with_exactly_the_contract_keys(trace):
     assert list(row) == CONTRACT
     assert (row["policy"], row["deadline"], row["seed"]) == ("asha", 150.0, 4)
     json.dumps(row, allow_nan=False)  # JSON as the benchmark writes it
+
+
+def test_the_record_says_whether_hypersched_ended_trusting_the_first_epochs(trace):
+    told = SimSettings(workers=3, configs=10, early_signal="trust")
+    assert simulate(trace, "hypersched", 150, 4, told).record.early_signal_at_end == "trust"
+    assert simulate(trace, "hypersched", 5, 4, SETTINGS).record.early_signal_at_end == "doubt"
+    # a policy without rule 2 has nothing to say: null in the JSON
+    assert simulate(trace, "asha", 150, 4, told).record.to_json()["early_signal_at_end"] is None
 
 
 def test_a_metric_never_reported_is_null_in_the_row(trace):

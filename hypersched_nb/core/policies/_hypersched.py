@@ -161,6 +161,10 @@ class HyperSched(Policy):
         if self.trust.tell(early_signal):
             self.breadth.moved()
 
+    def early_signal_mode(self) -> str:
+        """Rule 2's mode now: "trust" once the lowest rung judges, else "doubt"."""
+        return self.trust.mode()
+
     def early_signal_state(self) -> str:
         """Rule 2's mode and why: "doubt: epoch 1 not yet shown to predict epoch 4 (…)"."""
         return self.trust.state()
