@@ -30,7 +30,7 @@ from hypersched_nb.experiment.simulate import SimSettings, simulate
 from hypersched_nb.sim.trace import load_trace, trace_dirs
 
 LCBENCH = tuple(f"lcbench-{t}" for t in (126026, 167152, 167181, 167190, 168910, 189909))
-OURS = ("digits-cnn", "mnist1d-cnn")
+OURS = ("digits-cnn", "mnist1d-cnn", "mnist1d-cosine")
 
 
 def _run(job):
