@@ -18,7 +18,8 @@ reads on its own in the module named after what it decides:
    enters the top 1/η, the paper's promotion).
 2. *Trust, or doubt, the first epochs* (:mod:`._trust`): the lowest rung judges once its
    verdicts have held at the next rung (``early_signal="auto"`` or ``"doubt"``), or at once
-   (``"trust"``, as ASHA).
+   (``"trust"``, as ASHA). While in doubt, a trial that gains nothing on the epoch after the
+   lowest rung pauses there (``pause_stalled``).
 3. *Breadth or depth* (:mod:`._breadth_depth`): do the leaders still gain more than choosing
    among more configurations would?
 4. *Admission by reach* (:mod:`._admission`): a trial starts only while it can reach far
@@ -96,6 +97,7 @@ class HyperSched(Policy):
         self.trust = Trust(
             self.rungs, probation=p.probation_rungs, pairs=p.probation_pairs,
             z=p.probation_z, floor=p.probation_floor, eta=eta, early_signal=p.early_signal,
+            pause_stalled=p.pause_stalled,
         )  # fmt: skip
         self.breadth = BreadthOrDepth(
             self.rungs, threshold=p.depth_threshold, window=p.depth_window, eta=eta
@@ -128,9 +130,19 @@ class HyperSched(Policy):
             self.judging.passed(tid, judge[0])
             self.breadth.passed(tid, judge[0])
         self.breadth.update(self._results, self.trust.first())
-        if below is not None and (self._open(ctx) or self._taker(trial, ctx, ctx.running.values())):
+        paused = None  # (rung index, value kept, reason): a pause by rule 1, or rule 2's stall
+        if below is not None:
             i, value, cutoff = below
             reason = f"rung {self.rungs[i].milestone:g}: {value:.4g} below cutoff {cutoff:.4g}"
+            paused = (i, value, reason)
+        elif stall := self.trust.stalled(
+            self.rungs[0], tid, result.epoch, score, sign=1.0 if ctx.mode == "max" else -1.0
+        ):
+            paused = (0, self.rungs[0].recorded[tid], stall)
+        if paused is not None and (
+            self._open(ctx) or self._taker(trial, ctx, ctx.running.values())
+        ):
+            i, value, reason = paused
             if not self.params.pause:
                 return Verdict.stop(reason)
             self._waiting.add(tid, i, value)

@@ -44,6 +44,8 @@ class HyperSchedParams:
     probation_pairs: int = 8  # tested at this many pairs, then at twice as many …
     probation_z: float = 1.645  # … and trusted when the AUC is this many standard errors
     probation_floor: float = 0.5  # above this (chance)
+    pause_stalled: bool = True  # in doubt, pause a trial whose first epoch past the lowest
+    # rung gains nothing on it (it is not learning: the test's epochs are wasted on it)
     # rule 3: breadth or depth
     depth_threshold: float = 1.0  # depth above this ratio
     depth_window: int = 64  # the latest trials past the judging rung whose gains count

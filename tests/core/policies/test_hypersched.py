@@ -128,6 +128,43 @@ def test_the_lowest_rung_is_trusted_once_its_verdicts_hold_at_the_next():
     )
 
 
+def test_in_doubt_a_trial_that_gains_nothing_on_its_second_epoch_pauses_there():
+    hs = policy()
+    stalled, learning = trial(0), trial(1)
+    for t, first in ((stalled, 0.30), (learning, 0.10)):
+        assert report(hs, t, 1, first).decision is CONTINUE  # epoch 1 judges no one in doubt
+    verdict = report(hs, stalled, 2, 0.30)  # no better than its epoch 1: not learning
+    assert verdict.decision is PAUSE
+    assert verdict.reason == (
+        "stalled: epoch 2 (0.3) no better than epoch 1 (0.3) while epoch 1 is in doubt"
+    )
+    assert report(hs, learning, 2, 0.11).decision is CONTINUE  # any gain carries on to the test
+    assert report(hs, learning, 3, 0.11).decision is CONTINUE  # only the epoch after rung 1
+    assert hs.choose_trial_to_run(OPEN) is None  # paused, it waits as rung 1's others do
+
+
+def test_a_stall_is_measured_in_the_metrics_direction():
+    hs = policy()
+    t = trial(0)
+    ctx = PolicyContext.for_test(workers=8, mode="min")
+    report(hs, t, 1, 0.5, ctx)  # a loss
+    verdict = report(hs, t, 2, 0.6, ctx)  # that rose: no gain
+    assert verdict.decision is PAUSE
+    assert verdict.reason.startswith("stalled: epoch 2 (0.6) no better than epoch 1 (0.5)")
+    u = trial(1)
+    report(hs, u, 1, 0.5, ctx)
+    assert report(hs, u, 2, 0.4, ctx).decision is CONTINUE  # a loss that fell is a gain
+
+
+@pytest.mark.parametrize("settings", [{"early_signal": "trust"}, {"pause_stalled": False}])
+def test_no_stall_pause_when_epoch_1_is_trusted_or_when_told_not_to(settings):
+    hs = policy(**settings)
+    report(hs, trial(1), 1, 0.9)  # a peer, so that a trusted epoch 1 keeps trial 0
+    t = trial(0)
+    report(hs, t, 1, 0.95)
+    assert report(hs, t, 2, 0.95).decision is CONTINUE
+
+
 def test_an_inverted_lowest_rung_stays_on_probation():
     hs = policy()
     for tid in range(32):
