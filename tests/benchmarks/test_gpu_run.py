@@ -2,7 +2,6 @@
 
 The script is not a module of the package: it is loaded from its path."""
 
-import importlib.util
 import json
 import math
 import subprocess
@@ -13,17 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from hypersched_nb.testing.scripts import load_script
+
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_run.py"
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("gpu_run", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gpu_run = _load()
+gpu_run = load_script(SCRIPT)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")

@@ -3,7 +3,6 @@ the simulator loads the shipped ones; and a scaling run that fails is tried agai
 
 The script is not a module of the package: it is loaded from its path."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,18 +10,11 @@ from pathlib import Path
 import pytest
 
 from hypersched_nb.sim.trace import load_trace
+from hypersched_nb.testing.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "record_traces.py"
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("record_traces", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-record_traces = _load()
+record_traces = load_script(SCRIPT)
 
 
 def test_a_tiny_recording_is_a_trace_with_its_sidecar(tmp_path):
