@@ -71,7 +71,7 @@ import numpy as np
 
 from hypersched_nb.errors import ConfigError
 
-__all__ = ["FAMILIES", "CurveCache", "Prediction", "predict"]
+__all__ = ["FAMILIES", "CurveCache", "Prediction", "noise_level", "predict"]
 
 #: family name -> parameter count in the offset form above (c, g and the grid's θ), used
 #: by the BIC-like weight
@@ -220,6 +220,7 @@ def predict(
     drift: float = 0.02,
     prior_spread: float = 0.5,
     resolution: int = 20,
+    paths: bool = False,
     rng: np.random.Generator | None = None,
 ) -> Prediction:
     """Predict the metric at epochs ``at`` (≥ 1) from ``values`` observed at ``epochs``.
@@ -236,6 +237,10 @@ def predict(
       over a whole horizon; it grows as √(epochs ahead / horizon).
     - ``prior_spread``: relative spread of the single-observation prediction without bounds.
     - ``resolution``: grid points per time-scale axis.
+    - ``paths``: make each draw one curve through the epochs ``at``: its wander a random
+      walk (whose spread grows as above) and its noise drawn afresh at every epoch. Each
+      epoch's distribution is the same; only how the epochs of one draw go together
+      changes (default: every epoch of a draw gets noise of its own).
 
     The defaults (``temper`` 2, ``drift`` 0.02) make 80 % intervals cover about 80 % of
     final values on the shared LCBench traces (see ``benchmarks/curve_prediction.py``).
@@ -277,8 +282,47 @@ def predict(
             slope = float(np.ptp(s) / np.ptp(x))
             hi = float(s.max()) + slope * max(T - float(x.max()), 0.0) + 3 * noise_prior * scale
         fit = _fit(x, s, T, hi, (noise_prior * scale) ** 2, temper, resolution)
-        draws = _draw(fit, x, at, T, samples, drift * scale, resolution, rng)
+        draws = _draw(fit, x, at, T, samples, drift * scale, resolution, rng, paths)
     return Prediction(at, sign * np.clip(draws, lo, hi), mode, scalar)
+
+
+def noise_level(
+    curves, *, horizon: int, mode: str = "max", bounds=None, least: int = 5, resolution: int = 20
+) -> float | None:
+    """The observation noise that ``curves`` (values at epochs 1, 2, …) share, in the units
+    of :func:`predict`'s ``noise_prior``: every curve with at least ``least`` finite values
+    (two degrees of freedom past the fit's three) is fitted as :func:`predict` fits it, and
+    the residuals of the best fits are pooled, √(Σ RSS / Σ (n − 3)). None when none is
+    that long.
+
+    A few points of one curve say little about its noise, so :func:`predict` shrinks its
+    estimate towards ``noise_prior``; the curves of one search share their noise, and
+    together they measure it.
+
+    >>> rng = np.random.default_rng(0)
+    >>> x = np.arange(1, 21)
+    >>> shapes = np.linspace(0.3, 1.5, 10)
+    >>> curves = [0.9 - 0.5 * x**-a + rng.normal(0, 0.004, x.size) for a in shapes]
+    >>> round(noise_level(curves, horizon=20, bounds=(0, 1)), 3)
+    0.004
+    """
+    sign = 1.0 if mode == "max" else -1.0
+    lo, hi = (-math.inf, math.inf) if bounds is None else sorted(sign * b for b in bounds)
+    rss = dof = 0.0
+    for values in curves:
+        s = sign * np.asarray(values, dtype=float)
+        x = np.arange(1.0, s.size + 1)[np.isfinite(s)]
+        s = s[np.isfinite(s)]
+        if s.size < max(least, 4):
+            continue
+        bounded = math.isfinite(lo) and math.isfinite(hi)
+        scale = (hi - lo) if bounded else max(float(np.abs(s).max()), 1e-12)
+        T = math.ceil(max(x.max(), horizon))
+        top = hi if math.isfinite(hi) else float(s.max() + np.ptp(s) / np.ptp(x) * (T - x.max()))
+        fit = _fit(x, s / scale, T, top / scale, 0.0, 1.0, resolution)
+        if math.isfinite(fit.rss):
+            rss, dof = rss + fit.rss, dof + s.size - 3
+    return math.sqrt(rss / dof) if dof > 0 else None
 
 
 def _single_point(s1: float, hi: float, spread: float, shape, rng) -> np.ndarray:
@@ -299,6 +343,7 @@ class _Fit:
     prob: np.ndarray  # per grid point: posterior mass (family weight × within-family)
     level: float  # mean observed value
     sigma2: float  # observation noise variance
+    rss: float  # the best fit's residual sum of squares (inf: nothing fits inside the bounds)
     post2: float  # variance used for the parameter posterior (tempered, decorrelated)
 
 
@@ -320,7 +365,9 @@ def _fit(x, s, T, hi, noise2, temper, res) -> _Fit:
     inside = c + g * _phi(np.array([float(T)]), T, res)[:, 0] <= hi + 1e-9 * abs(hi)
     rss = np.where(inside, rss, np.inf)
     if not inside.any():
-        return _Fit(c, g, spp, pm, np.zeros_like(rss), sm, float(sc @ sc) / n + noise2, 0.0)
+        return _Fit(
+            c, g, spp, pm, np.zeros_like(rss), sm, float(sc @ sc) / n + noise2, math.inf, 0.0
+        )
     # noise: the best fit's residual variance, shrunk towards the prior (2 pseudo-points)
     best = int(np.argmin(rss))
     sigma2 = (float(rss[best]) + 2.0 * noise2) / (max(n - 3, 0) + 2.0)
@@ -333,13 +380,16 @@ def _fit(x, s, T, hi, noise2, temper, res) -> _Fit:
     fam_w = np.exp(logw_fam - logw_fam.max())
     within = np.exp(-(rss - fam_min[family]) / (2 * post2))  # 0 outside the bounds
     prob = within / np.add.reduceat(within, starts).clip(1e-300)[family] * fam_w[family]
-    return _Fit(c, g, spp, pm, prob / prob.sum(), sm, sigma2, post2)
+    return _Fit(c, g, spp, pm, prob / prob.sum(), sm, sigma2, float(rss[best]), post2)
 
 
-def _draw(fit: _Fit, x, at, T, samples, drift, res, rng) -> np.ndarray:
+def _draw(fit: _Fit, x, at, T, samples, drift, res, rng, paths=False) -> np.ndarray:
     """Sample grid points, then (c, g) from their Gaussian posterior, then noise."""
-    sd = np.sqrt(fit.sigma2 + drift**2 * np.maximum(at - x.max(), 0.0) / T)
-    noise = rng.normal(0, 1, (samples, at.size)) * sd
+    if paths:
+        noise = _wander(fit.sigma2, drift, float(x.max()), at, T, (samples, at.size), rng)
+    else:
+        sd = np.sqrt(fit.sigma2 + drift**2 * np.maximum(at - x.max(), 0.0) / T)
+        noise = rng.normal(0, 1, (samples, at.size)) * sd
     if fit.post2 == 0.0:  # nothing fits inside the bounds: flat at the mean
         return fit.level + noise
     pick = rng.choice(fit.prob.size, size=samples, p=fit.prob)
@@ -347,6 +397,18 @@ def _draw(fit: _Fit, x, at, T, samples, drift, res, rng) -> np.ndarray:
     g = np.maximum(fit.g[pick] + z[0] * np.sqrt(fit.post2 / np.maximum(fit.spp[pick], 1e-12)), 0.0)
     c = fit.level + z[1] * math.sqrt(fit.post2 / x.size) - g * fit.pm[pick]
     return c[:, None] + g[:, None] * _phi(at, T, res)[pick] + noise
+
+
+def _wander(sigma2, drift, last, at, T, shape, rng) -> np.ndarray:
+    """Noise along each draw's path: a random walk of variance drift²·(epochs ahead)/T plus
+    noise of variance σ² drawn afresh at each epoch (at each epoch, the variance the
+    independent draws have)."""
+    order = np.argsort(at, kind="stable")
+    steps = np.diff(np.maximum(at[order] - last, 0.0), prepend=0.0)
+    walk = np.cumsum(rng.normal(0, 1, shape) * (drift * np.sqrt(steps / T)), axis=1)
+    out = np.empty(shape)
+    out[:, order] = walk + rng.normal(0, 1, shape) * math.sqrt(sigma2)
+    return out
 
 
 def _correlation_factor(r: np.ndarray) -> float:

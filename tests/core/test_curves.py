@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from hypersched_nb.core.curves import FAMILIES, CurveCache, predict
+from hypersched_nb.core.curves import FAMILIES, CurveCache, noise_level, predict
 from hypersched_nb.core.trial import Trial
 from hypersched_nb.errors import ConfigError
 
@@ -98,6 +98,30 @@ def test_a_single_point_without_bounds_spreads_above_it():
     pred = predict([1], [2.0], 10, rng=np.random.default_rng(0))
     # curves rise: the draws start at the value seen and spread upwards
     assert pred.samples.min() >= 2.0 and pred.std > 0.1
+
+
+def test_paths_keep_each_epochs_spread_but_move_as_curves_do():
+    seen = KNOWN["pow3"][:10] + np.random.default_rng(1).normal(0, 0.005, 10)
+    ahead = np.arange(11, R + 1)
+    kw = {"bounds": (0, 1), "samples": 4000, "drift": 0.05}
+    apart = predict(X[:10], seen, ahead, rng=np.random.default_rng(0), **kw).samples
+    paths = predict(X[:10], seen, ahead, paths=True, rng=np.random.default_rng(0), **kw).samples
+    # every epoch's distribution is the same, whether drawn apart or as paths ...
+    assert np.allclose(paths.mean(axis=0), apart.mean(axis=0), atol=0.005)
+    assert np.allclose(paths.std(axis=0), apart.std(axis=0), rtol=0.1)
+    # ... but along a path the wander persists: one epoch to the next moves it little
+    assert np.diff(paths, axis=1).std() < 0.5 * np.diff(apart, axis=1).std()
+
+
+def test_curves_of_one_search_measure_the_noise_they_share():
+    rng = np.random.default_rng(0)
+    noisy = [KNOWN[f] + rng.normal(0, 0.01, R) for f in ("pow3", "mmf", "hill", "exp4")]
+    assert noise_level(noisy, horizon=R, bounds=(0, 1)) == pytest.approx(0.01, rel=0.25)
+    # curves too short to fit past their three parameters say nothing
+    assert noise_level([c[:4] for c in noisy], horizon=R, bounds=(0, 1)) is None
+    # a loss in min mode, unbounded, in units of its largest value
+    losses = [2.0 * (1 - c) for c in noisy]
+    assert noise_level(losses, horizon=R, mode="min") == pytest.approx(0.01, rel=0.4)
 
 
 def test_a_flat_curve_stays_flat():

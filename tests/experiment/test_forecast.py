@@ -235,3 +235,38 @@ def test_an_untried_configuration_may_pass_every_curve_seen_by_the_gaps_at_the_t
     shifted = finals(Futures({}, tuple(seen), "search", spread, bounds=(0.0, 1.0)))
     assert (shifted > 0.8).mean() > 0.05  # … a search's next best often does
     assert shifted.min() >= 0.0 and shifted.max() <= 1.0  # an accuracy stays one
+
+
+# -- trials that reported ----------------------------------------------------------------
+
+
+def test_the_curves_continue_with_the_noise_the_search_shows():
+    from types import SimpleNamespace
+
+    from hypersched_nb.core.trial import TrialState
+    from hypersched_nb.experiment.forecast import TrialSeen, foresee
+
+    rng, epochs = np.random.default_rng(0), np.arange(1, 9)
+
+    def futures(noise):
+        curves = [
+            0.8 - 0.4 * epochs ** -(0.5 + 0.1 * i) + rng.normal(0, noise, 8) for i in range(8)
+        ]
+        trials = tuple(
+            TrialSeen(i, TrialState.PAUSED, tuple(c), 10.0, 0, None, 0)
+            for i, c in enumerate(curves)
+        )
+        search = SimpleNamespace(reported=True, trials=trials, max_epochs=30, mode="max")
+        return foresee(search, runs=64, seed=0)
+
+    def zigzag(f):  # the epoch-to-epoch moves of the predicted epochs, within each path
+        return float(np.median([np.diff(c.metrics[:, 8:], axis=1).std() for c in f.own.values()]))
+
+    smooth, noisy = zigzag(futures(0.0)), zigzag(futures(0.01))
+    # noise of sd 0.01 at every epoch moves a path by about √2 × 0.01 from one to the next ...
+    assert noisy == pytest.approx(np.sqrt(2) * 0.01, rel=0.3)
+    # ... and curves without noise continue with only the slow wander
+    assert smooth < noisy / 2
+    # run r follows the r-th lowest path of every trial
+    for curve in futures(0.01).own.values():
+        assert (np.diff(curve.metrics[:, 8:].mean(axis=1)) >= 0).all()
