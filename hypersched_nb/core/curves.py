@@ -287,17 +287,25 @@ def predict(
 
 
 def noise_level(
-    curves, *, horizon: int, mode: str = "max", bounds=None, least: int = 5, resolution: int = 20
-) -> float | None:
+    curves,
+    *,
+    horizon: int,
+    mode: str = "max",
+    bounds=None,
+    prior: float = 0.01,
+    least: int = 5,
+    resolution: int = 20,
+) -> float:
     """The observation noise that ``curves`` (values at epochs 1, 2, …) share, in the units
     of :func:`predict`'s ``noise_prior``: every curve with at least ``least`` finite values
     (two degrees of freedom past the fit's three) is fitted as :func:`predict` fits it, and
-    the residuals of the best fits are pooled, √(Σ RSS / Σ (n − 3)). None when none is
-    that long.
+    the residuals of the best fits are pooled and shrunk towards ``prior`` as
+    :func:`predict` shrinks one curve's (two pseudo-observations):
+    √((Σ RSS + 2·prior²) / (Σ (n − 3) + 2)). ``prior`` when no curve is that long.
 
-    A few points of one curve say little about its noise, so :func:`predict` shrinks its
-    estimate towards ``noise_prior``; the curves of one search share their noise, and
-    together they measure it.
+    A few points of one curve say little about its noise, so :func:`predict` leans on
+    ``noise_prior``; the curves of one search share their noise, and together they
+    measure it.
 
     >>> rng = np.random.default_rng(0)
     >>> x = np.arange(1, 21)
@@ -322,7 +330,7 @@ def noise_level(
         fit = _fit(x, s / scale, T, top / scale, 0.0, 1.0, resolution)
         if math.isfinite(fit.rss):
             rss, dof = rss + fit.rss, dof + s.size - 3
-    return math.sqrt(rss / dof) if dof > 0 else None
+    return math.sqrt((rss + 2.0 * prior**2) / (dof + 2.0))
 
 
 def _single_point(s1: float, hi: float, spread: float, shape, rng) -> np.ndarray:

@@ -253,15 +253,15 @@ def foresee(standing: Standing, *, runs: int, seed: int, prior: Trace | None = N
 
 def _predictor(standing: Standing, *, runs: int, seed: int) -> CurveCache:
     """The policies' curve predictor, drawing ``runs`` paths, its prior noise the noise
-    the search's curves share (where any is long enough to tell)."""
+    the search's curves share (the predictor's own prior until some are long enough)."""
     cache = CurveCache(standing.max_epochs, samples=max(runs, 2), seed=seed, paths=True)
     curves = [t.metrics for t in standing.trials]
     for metric in (m for curve in curves for m in curve):
         cache.observe(metric)
     bounds = cache.bounds_for(standing.mode)
-    level = noise_level(curves, horizon=standing.max_epochs, mode=standing.mode, bounds=bounds)
-    if level is not None:
-        cache.options["noise_prior"] = level
+    cache.options["noise_prior"] = noise_level(
+        curves, horizon=standing.max_epochs, mode=standing.mode, bounds=bounds
+    )
     return cache
 
 

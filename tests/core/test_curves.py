@@ -117,8 +117,11 @@ def test_curves_of_one_search_measure_the_noise_they_share():
     rng = np.random.default_rng(0)
     noisy = [KNOWN[f] + rng.normal(0, 0.01, R) for f in ("pow3", "mmf", "hill", "exp4")]
     assert noise_level(noisy, horizon=R, bounds=(0, 1)) == pytest.approx(0.01, rel=0.25)
-    # curves too short to fit past their three parameters say nothing
-    assert noise_level([c[:4] for c in noisy], horizon=R, bounds=(0, 1)) is None
+    # curves too short to fit past their three parameters say nothing: the prior stands
+    assert noise_level([c[:4] for c in noisy], horizon=R, bounds=(0, 1), prior=0.02) == 0.02
+    # curves without noise cannot pull it to nothing (a predictor would see no noise at all)
+    flat = [np.full(R, 0.1), np.full(R, 0.3)]
+    assert 0 < noise_level(flat, horizon=R, bounds=(0, 1)) < 0.01
     # a loss in min mode, unbounded, in units of its largest value
     losses = [2.0 * (1 - c) for c in noisy]
     assert noise_level(losses, horizon=R, mode="min") == pytest.approx(0.01, rel=0.4)
