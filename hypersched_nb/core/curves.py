@@ -272,15 +272,12 @@ def predict(
         lo, hi = sorted((sign * bounds[0], sign * bounds[1]))
     if x.size == 0:
         return Prediction(at, np.full((samples, at.size), math.nan), mode, scalar)
-    bounded = math.isfinite(lo) and math.isfinite(hi)
-    scale = (hi - lo) if bounded else max(float(np.abs(s).max()), 1e-12)
+    scale = _scale(s, lo, hi)
     if np.ptp(x) == 0:
         draws = _single_point(float(s[-1]), hi, prior_spread * scale, (samples, at.size), rng)
     else:
         T = math.ceil(max(x.max(), at.max(), horizon or 0))
-        if not math.isfinite(hi):  # concave growth: no faster than the average slope so far
-            slope = float(np.ptp(s) / np.ptp(x))
-            hi = float(s.max()) + slope * max(T - float(x.max()), 0.0) + 3 * noise_prior * scale
+        hi = _ceiling(x, s, T, hi, 3 * noise_prior * scale)
         fit = _fit(x, s, T, hi, (noise_prior * scale) ** 2, temper, resolution)
         draws = _draw(fit, x, at, T, samples, drift * scale, resolution, rng, paths)
     return Prediction(at, sign * np.clip(draws, lo, hi), mode, scalar)
@@ -323,14 +320,29 @@ def noise_level(
         s = s[np.isfinite(s)]
         if s.size < max(least, 4):
             continue
-        bounded = math.isfinite(lo) and math.isfinite(hi)
-        scale = (hi - lo) if bounded else max(float(np.abs(s).max()), 1e-12)
+        scale = _scale(s, lo, hi)
         T = math.ceil(max(x.max(), horizon))
-        top = hi if math.isfinite(hi) else float(s.max() + np.ptp(s) / np.ptp(x) * (T - x.max()))
+        top = _ceiling(x, s, T, hi, 0.0)
         fit = _fit(x, s / scale, T, top / scale, 0.0, 1.0, resolution)
         if math.isfinite(fit.rss):
             rss, dof = rss + fit.rss, dof + s.size - 3
     return math.sqrt((rss + 2.0 * prior**2) / (dof + 2.0))
+
+
+def _scale(s: np.ndarray, lo: float, hi: float) -> float:
+    """The unit of ``noise_prior`` and ``drift``: the bounded range, else the largest |value|."""
+    if math.isfinite(lo) and math.isfinite(hi):
+        return hi - lo
+    return max(float(np.abs(s).max()), 1e-12)
+
+
+def _ceiling(x: np.ndarray, s: np.ndarray, T: int, hi: float, margin: float) -> float:
+    """The upper bound ``hi``; without one, concave growth: no faster than the average slope
+    so far, to the horizon ``T``, plus ``margin``."""
+    if math.isfinite(hi):
+        return hi
+    slope = float(np.ptp(s) / np.ptp(x))
+    return float(s.max()) + slope * max(T - float(x.max()), 0.0) + margin
 
 
 def _single_point(s1: float, hi: float, spread: float, shape, rng) -> np.ndarray:
