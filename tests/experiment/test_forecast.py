@@ -171,7 +171,7 @@ def doubting():
     exp.wait()
 
 
-def test_telling_the_clones_to_trust_epoch_1_leaves_the_live_policy_doubting(doubting, monkeypatch):
+def test_telling_the_clones_to_trust_epoch_1_leaves_the_live_policy_alone(doubting, monkeypatch):
     from hypersched_nb.core.policies._hypersched import HyperSched
 
     told = []
@@ -180,11 +180,11 @@ def test_telling_the_clones_to_trust_epoch_1_leaves_the_live_policy_doubting(dou
         HyperSched, "tell_early_signal", lambda self, word: told.append(word) or tell(self, word)
     )
     live = doubting.statistics().describe
-    assert live.startswith("doubting epoch 1")
+    assert live.startswith("trusting epoch 1 for now, testing it at epoch 4")  # in doubt
     frame = doubting.forecast([10, 15], runs=3, early_signal="trust")
     assert told == ["trust"] * 6  # every run of every deadline, and only the clones
     assert frame.attrs["early_signal"] == "trust"
-    assert doubting.statistics().describe.startswith("doubting epoch 1")
+    assert doubting.statistics().describe.startswith("trusting epoch 1 for now")
     untold = doubting.forecast([10, 15], runs=3)
     assert untold.attrs["early_signal"] is None and len(told) == 6
 

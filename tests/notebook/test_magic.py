@@ -1,5 +1,7 @@
 """%hypersched, parsed and run through IPython's InteractiveShell."""
 
+import re
+
 import pytest
 from IPython.core.error import UsageError
 
@@ -19,7 +21,8 @@ class Net:
 def test_start_an_experiment_then_status_and_stop(shell, replay, capsys):
     shell.user_ns["mine"] = replay
     shell.run_line_magic("hypersched", "start mine --no-dashboard")
-    assert capsys.readouterr().out.startswith(("2m 00s left |", "done |"))
+    # one status line, however far the replay got meanwhile on a busy machine
+    assert re.match(r"((\d+m )?\d+s left|done) \| running \d+", capsys.readouterr().out)
     replay.wait()
     shell.run_line_magic("hypersched", "status")
     assert capsys.readouterr().out.startswith("asha search, finished: deadline at 120s, 3 workers")

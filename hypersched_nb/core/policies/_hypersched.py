@@ -16,10 +16,12 @@ reads on its own in the module named after what it decides:
    with few peers confirmed once; a trial below pauses (``pause=False``: stops). Paused
    trials resume when no configuration is left (``promote=True``: also when their value
    enters the top 1/η, the paper's promotion).
-2. *Trust, or doubt, the first epochs* (:mod:`._trust`): the lowest rung judges once its
-   verdicts have held at the next rung (``early_signal="auto"`` or ``"doubt"``), or at once
-   (``"trust"``, as ASHA). While in doubt, a trial that gains nothing on the epoch after the
-   lowest rung pauses there (``pause_stalled``).
+2. *Trust, or doubt, the first epochs* (:mod:`._trust`): the lowest rung judges for good
+   once its verdicts have held at the next rung, and until then tentatively, one trial in
+   η left untested for the test (``early_signal="auto"``); a failed test brings the trials
+   it paused back. ``"doubt"`` judges nothing until the test passes, ``"trust"`` judges at
+   once (as ASHA). While in doubt, a trial that gains nothing on the epoch after the lowest
+   rung pauses there (``pause_stalled``).
 3. *Breadth or depth* (:mod:`._breadth_depth`): do the leaders still gain more than choosing
    among more configurations would?
 4. *Admission by reach* (:mod:`._admission`): a trial starts only while it can reach far
@@ -40,12 +42,12 @@ Example:
     >>> def report(epoch, scores):
     ...     return [hs.on_trial_result(t, Result(t.trial_id, epoch, s, 0, 1, 1), ctx).decision.name
     ...             for t, s in zip(trials, scores)]
-    >>> report(1, [0.5, 0.9, 0.4, 0.95, 0.1, 0.7, 0.8, 0.2, 0.99, 0.3]).count("PAUSE")  # doubt
-    0
-    >>> report(4, [0.6, 0.5, 0.9, 0.4])  # rung 4 judges
-    ['CONTINUE', 'PAUSE', 'CONTINUE', 'PAUSE']
-    >>> hs.early_signal_state()
-    'doubt: epoch 1 not yet shown to predict epoch 4 (4 of 8 pairs)'
+    >>> report(1, [0.5, 0.9, 0.4, 0.95, 0.1, 0.7, 0.8, 0.2, 0.99, 0.3]).count("PAUSE")
+    5
+    >>> hs.trust.short()  # 0.2, the 8th, is the one trial in 4 that trains on untested
+    'trusting epoch 1 for now, testing it at epoch 4'
+    >>> report(4, [0.6, 0.5]), hs.early_signal_state()[:47]  # rung 4 judges for good
+    (['CONTINUE', 'PAUSE'], 'doubt: epoch 1 judges tentatively, 1 trial in 4')
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ class HyperSched(Policy):
         self.trust = Trust(
             self.rungs, probation=p.probation_rungs, pairs=p.probation_pairs,
             z=p.probation_z, floor=p.probation_floor, eta=eta, early_signal=p.early_signal,
-            pause_stalled=p.pause_stalled,
+            pause_stalled=p.pause_stalled, audit=p.audit,
         )  # fmt: skip
         self.breadth = BreadthOrDepth(
             self.rungs, threshold=p.depth_threshold, window=p.depth_window, eta=eta
@@ -115,8 +117,11 @@ class HyperSched(Policy):
         tid = trial.trial_id
         self._results += 1
         self._waiting.discard(tid)
+        self.trust.release(tid)
         score = result.metric if ctx.mode == "max" else -result.metric
+        sign = 1.0 if ctx.mode == "max" else -1.0
         self.admit.observe(result)
+        arrived = tid not in self.rungs[0]
         paired, judge = self.judging.reach(tid, result.epoch, score, self.trust.trusted)
         if paired is not None and self.trust.pair(
             self.rungs[paired], self.rungs[paired + 1], paired
@@ -130,14 +135,15 @@ class HyperSched(Policy):
             self.judging.passed(tid, judge[0])
             self.breadth.passed(tid, judge[0])
         self.breadth.update(self._results, self.trust.first())
-        paused = None  # (rung index, value kept, reason): a pause by rule 1, or rule 2's stall
+        paused = None  # (rung index, value kept, reason): a pause by rule 1, or rule 2's
+        tentative = None  # a tentative verdict (rule 2), or its stall
         if below is not None:
             i, value, cutoff = below
             reason = f"rung {self.rungs[i].milestone:g}: {value:.4g} below cutoff {cutoff:.4g}"
             paused = (i, value, reason)
-        elif stall := self.trust.stalled(
-            self.rungs[0], tid, result.epoch, score, sign=1.0 if ctx.mode == "max" else -1.0
-        ):
+        elif arrived and (tentative := self.trust.tentative(self.rungs[0], tid, score, sign)):
+            paused = (0, score, tentative)
+        elif stall := self.trust.stalled(self.rungs[0], tid, result.epoch, score, sign=sign):
             paused = (0, self.rungs[0].recorded[tid], stall)
         if paused is not None and (
             self._open(ctx) or self._taker(trial, ctx, ctx.running.values())
@@ -146,6 +152,8 @@ class HyperSched(Policy):
             if not self.params.pause:
                 return Verdict.stop(reason)
             self._waiting.add(tid, i, value)
+            if tentative:
+                self.trust.hold(tid)
             return Verdict.pause(reason)
         if self.params.focus and self.regime() == "depth" and self._outclassed(trial, ctx):
             self._waiting.add(tid, -1, trial.best_score)
@@ -154,6 +162,7 @@ class HyperSched(Policy):
 
     def on_trial_remove(self, trial: Trial, ctx: PolicyContext) -> None:
         self._waiting.discard(trial.trial_id)
+        self.trust.release(trial.trial_id)
         self.judging.forget(trial.trial_id)
 
     # ------------------------------------------------------------------ rules 2 to 4
@@ -214,6 +223,9 @@ class HyperSched(Policy):
             best = waiting.best(i, ctx.paused) if i >= 0 else None
             if best is not None and best[1] >= self.rungs[i].cutoff():
                 return ctx.paused[best[0]]
+        owed = self.trust.owed(self.rungs[0], ctx.paused)  # a failed test: the held come back
+        if owed is not None:
+            return ctx.paused[owed]
         for trial in ctx.pending.values():
             return trial
         if not ctx.offers_left and ctx.paused:  # nothing new to try: the most promising paused
@@ -261,8 +273,9 @@ class HyperSched(Policy):
         return f"{head} · {time_left(ctx)}: {self._phase(ctx)}"
 
     def _keeping(self) -> str:
-        """Rule 1 at the first judged rung: the trials it keeps there so far."""
-        rung = self.rungs[self.first_judged()]
+        """Rule 1 at the first judged rung (the lowest, while it judges for now): the trials
+        it keeps there so far."""
+        rung = self.rungs[0 if self.trust.tentative_on() else self.first_judged()]
         after = f"after epoch {epoch_number(rung.milestone)}"
         cutoff = rung.cutoff()
         if len(rung) < 2 or cutoff is None:

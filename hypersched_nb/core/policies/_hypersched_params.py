@@ -39,7 +39,9 @@ class HyperSchedParams:
     # once more (None: η − 1)
     promote: bool = False  # also resume a paused trial whose value rose into the top 1/η
     # rule 2: which rungs judge
-    early_signal: str = "auto"  # "auto", "trust" (no probation) or "doubt"
+    early_signal: str = "auto"  # "auto" (tentative verdicts), "trust" (no probation), "doubt"
+    audit: int | None = None  # "auto": one trial in this many (None: η) trains untested to
+    # the next rung while the lowest is in doubt; the others are judged there tentatively
     probation: int = 1  # the lowest rungs that must earn trust (unless early_signal="trust")
     probation_pairs: int = 8  # tested at this many pairs, then at twice as many …
     probation_z: float = 1.645  # … and trusted when the AUC is this many standard errors
@@ -62,6 +64,7 @@ class HyperSchedParams:
     def __post_init__(self) -> None:
         check_early_signal(self.early_signal)
         at_least(min_peers=(self.min_peers, 1), confirm_peers=(self.confirm_peers, 0))
+        at_least(audit=(self.audit, 1))
         at_least(probation=(self.probation, 0), probation_pairs=(self.probation_pairs, 4))
         at_least(probation_z=(self.probation_z, 0), depth_threshold=(self.depth_threshold, 0))
         at_least(depth_window=(self.depth_window, 2), breadth_reach=(self.breadth_reach, 1))

@@ -2,13 +2,13 @@
 
 First-epoch scores can rank trials badly or backwards (warm-up, initialisation, a slow
 first epoch), so the default starts in *doubt*: the lowest ``probation`` rungs record values
-but judge no one until their verdicts hold at the next rung. At ``pairs``·2^j trials seen at
-both a rung and the next (8, 16, 32 …), the chance that a trial the rung would keep (its top
-1/η) beats, at the next rung, one it would pause (the Mann–Whitney AUC of
-:func:`keep_agreement`) must exceed ``floor`` (chance, 0.5) by ``z`` standard errors under
-chance, sqrt((n₁ + n₂ + 1) / (12·n₁·n₂)). The AUC looks only at the verdict, so a noisy
-order among trials that both fail does not count. When the lowest rung passes, the search
-switches to *trust*: epoch r judges from then on.
+but do not judge for good until their verdicts hold at the next rung. At ``pairs``·2^j
+trials seen at both a rung and the next (8, 16, 32 …), the chance that a trial the rung
+would keep (its top 1/η) beats, at the next rung, one it would pause (the Mann–Whitney AUC
+of :func:`keep_agreement`) must exceed ``floor`` (chance, 0.5) by ``z`` standard errors
+under chance, sqrt((n₁ + n₂ + 1) / (12·n₁·n₂)). The AUC looks only at the verdict, so a
+noisy order among trials that both fail does not count. When the lowest rung passes, the
+search switches to *trust*: epoch r judges from then on.
 
 While in doubt, a trial whose first epoch past the lowest rung gains nothing on it (epoch 2
 no better than epoch 1) pauses there (:meth:`Trust.stalled`): it is not learning, and the
@@ -21,13 +21,18 @@ once every configuration has been tried.
 
 The user who knows their curves says so (``early_signal``):
 
-- ``"doubt"``: as above (the probation rung earns trust);
-- ``"trust"``: no rung is on probation: epoch r judges from the first result, as in ASHA;
-- ``"auto"`` (the default): the same decisions as ``"doubt"``: the probation rung earning
-  trust *is* the switch from doubt to trust. The other ways of deciding from the search's
-  own evidence that were measured (an early look at epoch 2, a laxer or stricter test,
-  tentative verdicts, pausing epoch 1's floor, revoking trust) each lost more on one family
-  of curves than they gained on another: the README's "The default policy, cell by cell".
+- ``"auto"`` (the default): *trust, then verify*. While the lowest rung is in doubt it judges
+  at once, tentatively (:meth:`Trust.tentative`), every trial but one in ``audit`` (η by
+  default): that one trains on untested to the next rung, so that the test sees trials the
+  verdicts would have paused. When the test passes, the rung judges for good; when it fails,
+  the tentative verdicts stop and the trials they paused come back before any new one
+  (:meth:`Trust.owed`: highest first-epoch value first, or lowest when the test found the
+  order backwards). At a deadline of a few epochs a test arrives too late to act on, and
+  waiting for it is what loses where epoch 1 tells; where it misleads, the audit brings the
+  paused back.
+- ``"doubt"``: no tentative verdicts: every trial trains to the next rung (unless it stalls)
+  until the rung earns trust.
+- ``"trust"``: no rung is on probation: epoch r judges from the first result, as in ASHA.
 
 :meth:`Trust.state` says which mode the search is in and why, in one line.
 
@@ -41,7 +46,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 
 from hypersched_nb.core.policies._describe import epoch_number
 from hypersched_nb.core.policies._rungs import Rung
@@ -89,6 +94,7 @@ class Trust:
 
     __slots__ = ("_doubted", "_first", "_needed", "agreement", "early_signal", "milestones")
     __slots__ += ("eta", "floor", "pairs", "pause_stalled", "probation", "seen", "trusted", "z")
+    __slots__ += ("audit", "_arrived", "_held", "_withdrawn")
 
     def __init__(
         self,
@@ -101,6 +107,7 @@ class Trust:
         eta: float,
         early_signal: str = "auto",
         pause_stalled: bool = True,
+        audit: int | None = None,
     ):
         first = min(probation, len(rungs) - 1)  # the top rung is never on probation
         self.probation = first
@@ -114,6 +121,10 @@ class Trust:
         self.seen = [0] * len(rungs)  # trials recorded at rung i and then at rung i + 1
         self.pairs, self.z, self.floor, self.eta = pairs, z, floor, eta
         self.pause_stalled = pause_stalled
+        self.audit = audit or math.ceil(eta)  # "auto": one trial in this many goes untested
+        self._arrived = 0  # trials that reached the lowest rung while it was judged tentatively
+        self._held: set[int] = set()  # trials paused by a tentative verdict, not yet back
+        self._withdrawn = False  # did a failed test end the tentative verdicts?
 
     def first(self) -> int:
         """Index of the lowest trusted rung: the first that judges."""
@@ -136,8 +147,58 @@ class Trust:
         if kept and paused:
             self._needed[i] = needed_auc(kept, paused, self.z, self.floor)
         self.trusted[i] = trusted(auc, kept, paused, self.z, self.floor)
+        if i == 0 and not self.trusted[0] and kept and paused:
+            self._withdrawn = self._withdrawn or self.tentative_on()
         self._first = self.trusted.index(True)
         return self.trusted[i]
+
+    def tentative_on(self) -> bool:
+        """Does the lowest rung judge tentatively now ("auto", in doubt, no test failed)?"""
+        return self.early_signal == "auto" and not self.trusted[0] and not self._withdrawn
+
+    def tentative(self, low: Rung, tid: int, value: float, sign: float = 1.0) -> str | None:
+        """Why trial ``tid``, which just recorded ``value`` at the ``low`` rung, pauses there
+        at once, tentatively; None when the rung does not judge tentatively, the trial is
+        the one in ``audit`` that trains on untested, or it is at or above the cutoff of the
+        values before it. Call once per trial, at its first value there; a trial it pauses
+        is :meth:`hold`'s to keep."""
+        if not self.tentative_on() or tid not in low:
+            return None
+        self._arrived += 1
+        others = sorted(v for t, v in low.recorded.items() if t != tid and v == v)
+        if self._arrived % self.audit == 0 or not others:
+            return None
+        cutoff = percentile(others, low.quantile)
+        if not value < cutoff:
+            return None
+        high = epoch_number(self.milestones[1])
+        return (
+            f"rung {low.milestone:g}: {sign * value:.4g} below cutoff {sign * cutoff:.4g}, for "
+            f"now (epoch {epoch_number(low.milestone)} not yet tested against epoch {high})"
+        )
+
+    def hold(self, tid: int) -> None:
+        """Trial ``tid`` paused on a tentative verdict: owed a resumption if the test fails."""
+        self._held.add(tid)
+
+    def release(self, tid: int) -> None:
+        """Trial ``tid`` runs again (or left the search): no longer owed."""
+        self._held.discard(tid)
+
+    def owed(self, low: Rung, paused: Container[int]) -> int | None:
+        """After a failed test, the next of the trials its tentative verdicts paused to bring
+        back: the highest value at the ``low`` rung first, or the lowest when the test found
+        its order backwards (AUC below one half); None before a failed test, or when none is
+        left paused."""
+        if not self._withdrawn or self.trusted[0]:
+            return None
+        backwards = self.agreement.get(0, (0.5, 0))[0] < 0.5
+        waiting = [t for t in self._held if t in paused]
+        if not waiting:
+            return None
+        pick = (min if backwards else max)(waiting, key=lambda t: (low.recorded[t], -t))
+        self._held.discard(pick)
+        return pick
 
     def stalled(
         self, low: Rung, tid: int, epoch: float, value: float, sign: float = 1.0
@@ -174,8 +235,10 @@ class Trust:
         return self._first != before
 
     def state(self) -> str:
-        """The mode and why, in one line: "doubt: epoch 1 not yet shown to predict epoch 4
-        (AUC 0.58 < 0.71 over 8 pairs)", "trust: epoch 1's verdicts held at epoch 4 (…)"."""
+        """The mode and why, in one line: "doubt: epoch 1 judges tentatively, 1 trial in 4
+        untested, until its verdicts hold at epoch 4 (3 of 8 pairs)", "doubt: epoch 1 not yet
+        shown to predict epoch 4 (AUC 0.58 < 0.71 over 8 pairs); tentative verdicts
+        withdrawn", "trust: epoch 1's verdicts held at epoch 4 (…)"."""
         low = f"epoch {epoch_number(self.milestones[0])}"
         if len(self.milestones) == 1:
             return f"trust: {low} is the only epoch judged"
@@ -183,13 +246,21 @@ class Trust:
             return f"trust: {low} judges from the start (early_signal='trust')"
         if not self._doubted:
             return f"trust: {low} judges from the start (no epoch on probation)"
-        return f"{self.mode()}: {self._evidence()}"
+        if self.tentative_on():
+            high = f"epoch {epoch_number(self.milestones[1])}"
+            return (
+                f"doubt: {low} judges tentatively, 1 trial in {self.audit} untested, until its "
+                f"verdicts hold at {high} ({self.seen[0]} of {self.pairs} pairs)"
+            )
+        withdrawn = "; tentative verdicts withdrawn" if self._withdrawn else ""
+        return f"{self.mode()}: {self._evidence()}{withdrawn}"
 
     def short(self) -> str:
         """:meth:`state` for the policy line, in the user's words: "doubting epoch 1: 58%
         agreement with epoch 4, 71% needed" (the share of pairs, a trial epoch 1 keeps
         against one it pauses, that epoch 4 orders the same way: the AUC), "trusting epoch
-        1: 100% agreement with epoch 4", "trusting epoch 1, as told"."""
+        1: 100% agreement with epoch 4", "trusting epoch 1, as told", "trusting epoch 1 for
+        now, testing it at epoch 4" (tentative verdicts)."""
         low = f"epoch {epoch_number(self.milestones[0])}"
         verb = "trusting" if self.mode() == "trust" else "doubting"
         if len(self.milestones) == 1 or not self._doubted and self.early_signal != "trust":
@@ -197,6 +268,8 @@ class Trust:
         if self.early_signal == "trust":
             return f"{verb} {low}, as told"
         high = f"epoch {epoch_number(self.milestones[1])}"
+        if self.tentative_on():
+            return f"trusting {low} for now, testing it at {high}"
         if 0 not in self.agreement:
             return f"{verb} {low} until it predicts {high}"
         agreed = f"{verb} {low}: {self.agreement[0][0]:.0%} agreement with {high}"

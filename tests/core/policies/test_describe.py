@@ -123,8 +123,9 @@ def test_the_rules_catch_the_lines_the_issue_complained_about():
 # ------------------------------------------------------------------ hypersched, regime by regime
 
 
-#: what hypersched's line starts with before its first test of epoch 1 against epoch 4
-DOUBT = "doubting epoch 1 until it predicts epoch 4 · "
+#: what hypersched's line starts with before its first test of epoch 1 against epoch 4: it
+#: judges at epoch 1 for now ("auto"), one trial in four left untested for the test
+DOUBT = "trusting epoch 1 for now, testing it at epoch 4 · "
 
 
 def hypersched() -> HyperSched:
@@ -164,14 +165,14 @@ def test_hypersched_before_any_timing_explores_and_says_where_it_will_judge():
     assert (
         line
         == DOUBT
-        + "keeping the top quarter after epoch 4 · 20 min left: exploring, starting new trials"
+        + "keeping the top quarter after epoch 1 · 20 min left: exploring, starting new trials"
     )
 
 
 def test_hypersched_explores_while_a_new_trial_can_still_reach_twice_the_judged_epoch():
     line = timed().describe(at(1000.0))
     assert line == (
-        DOUBT + "keeping the top quarter after epoch 4 · 17 min left: "
+        DOUBT + "keeping the top quarter after epoch 1 · 17 min left: "
         "exploring while a new trial can still reach epoch 8"
     )
 
@@ -183,7 +184,7 @@ def test_hypersched_says_how_many_it_keeps_once_trials_reach_the_judged_epoch():
         t.epochs = 4
         hs.on_trial_result(t, Result(tid, 4, tid / 10, 0.0, 1.0, 1), PolicyContext.for_test())
     assert hs.describe(at(1200.0)).startswith(
-        DOUBT + "keeping the top 2 of 8 after epoch 4 · 20 min left"
+        DOUBT + "keeping the top 2 of 8 after epoch 1 · 20 min left"
     )
 
 
@@ -191,7 +192,7 @@ def test_hypersched_near_the_deadline_admits_no_new_trials_and_gives_leaders_the
     leader = running(1)  # six results since its start: recharged, a second worker pays
     line = timed().describe(at(100.0, trials=[leader]))
     assert line == (
-        DOUBT + "keeping the top quarter after epoch 4 · 2 min left: "
+        DOUBT + "keeping the top quarter after epoch 1 · 2 min left: "
         "no new trials (epoch 8 out of reach), leaders get freed workers"
     )
 
@@ -222,11 +223,11 @@ def test_hypersched_resumes_the_best_paused_once_every_configuration_was_tried()
 def test_hypersched_at_the_deadline_and_without_one():
     hs = timed()
     assert hs.describe(at(100.0)._replace(now=100.0)) == (
-        DOUBT + "keeping the top quarter after epoch 4 · deadline reached"
+        DOUBT + "keeping the top quarter after epoch 1 · deadline reached"
     )
     assert hs.describe(PolicyContext.for_test(workers=8)) == (
         DOUBT
-        + "keeping the top quarter after epoch 4 · no deadline: exploring, starting new trials"
+        + "keeping the top quarter after epoch 1 · no deadline: exploring, starting new trials"
     )
 
 
