@@ -15,10 +15,12 @@ the same driver loop and the same policy code as the search itself:
    its uncertainty; each path a persistent wander plus fresh noise at every epoch, the
    noise the search's own curves show, pooled by
    :func:`~hypersched_nb.core.curves.noise_level`): run r follows the r-th lowest path of
-   every trial (:func:`_as_paths`). A configuration not yet tried (and an offered
-   one not yet started) gets the whole curve of a trial already seen, drawn uniformly (its
-   observed epochs and one predicted continuation), shifted up or down as a whole by a
-   normal draw whose scale is the mean gap between the top five final values seen
+   every trial (:func:`_as_paths`). A trial seen for one epoch only, of which the predictor
+   knows nothing but that point, follows instead the increments of its nearest neighbours
+   at epoch 1 that went further (:func:`_like_neighbours`). A configuration not yet tried
+   (and an offered one not yet started) gets the whole curve of a trial already seen,
+   drawn uniformly (its observed epochs and one continuation), shifted up or down as a
+   whole by a normal draw whose scale is the mean gap between the top five final values seen
    (:func:`top_spacing`): a plain bootstrap of the curves seen could never try a
    configuration better than all of them, which is where a search's best often comes
    from, and the gaps between the best values are the search's own measure of how far the
@@ -241,10 +243,15 @@ def foresee(standing: Standing, *, runs: int, seed: int, prior: Trace | None = N
             )
         return Futures({}, _prior_curves(prior, standing.max_epochs), "prior")
     cache = _predictor(standing, runs=runs, seed=seed)
+    seen = [t for t in standing.trials if t.metrics]
+    own = {t.trial_id: _continued(t, cache, standing.mode, standing.max_epochs) for t in seen}
+    bounds = cache.bounds_for(standing.mode) or (-math.inf, math.inf)
+    rng = np.random.default_rng(seed)
     own = {
-        t.trial_id: _continued(t, cache, standing.mode, standing.max_epochs)
-        for t in standing.trials
-        if t.metrics
+        t.trial_id: _like_neighbours(t, own, seen, rng, bounds)
+        if len(t.metrics) == 1
+        else own[t.trial_id]
+        for t in seen
     }
     pool = tuple(own.values())
     finals = [float(np.median(curve.metrics[:, -1])) for curve in pool]
@@ -263,6 +270,10 @@ def _predictor(standing: Standing, *, runs: int, seed: int) -> CurveCache:
         curves, horizon=standing.max_epochs, mode=standing.mode, bounds=bounds
     )
     return cache
+
+
+#: how many trials nearest at epoch 1 a trial seen for one epoch may be continued like
+NEIGHBOURS = 5
 
 
 def top_spacing(finals: Sequence[float], mode: str, top: int = 5) -> float:
@@ -305,6 +316,39 @@ def _continued(trial: TrialSeen, cache: CurveCache, mode: str, max_epochs: int) 
     future = _as_paths(cache.predict(_Asked(trial), mode).samples)
     metrics = np.concatenate([np.broadcast_to(seen, (len(future), seen.size)), future], axis=1)
     return Curve(metrics, seconds)
+
+
+def _like_neighbours(
+    trial: TrialSeen,
+    own: Mapping[int, Curve],
+    seen: Sequence[TrialSeen],
+    rng: np.random.Generator,
+    bounds: tuple[float, float],
+    near: int = NEIGHBOURS,
+) -> Curve:
+    """A trial seen for one epoch, continued as the ``near`` trials nearest to it at epoch 1
+    that went further did: in each run, the increments from epoch 1 of one of them (drawn
+    uniformly), on that run's path of theirs, added to this trial's epoch 1; as it stands
+    when no trial went further.
+
+    From one point the curve predictor knows nothing of the trial's shape (its draws are
+    uniform up to the bound), and a search that judges epoch 1 tentatively leaves many
+    trials there, held until its test speaks; their neighbours' curves, the trials left
+    untested among them, are the search's own evidence of where such a start leads."""
+    value = trial.metrics[0]
+    donors = [d for d in seen if len(d.metrics) > 1 and math.isfinite(d.metrics[0])]
+    if not donors or not math.isfinite(value):
+        return own[trial.trial_id]
+    donors.sort(key=lambda d: (abs(d.metrics[0] - value), d.trial_id))
+    mine = own[trial.trial_id]
+    ahead = []
+    for r, fallback in enumerate(mine.metrics):
+        theirs = own[donors[int(rng.integers(min(near, len(donors))))].trial_id].metrics
+        path = theirs[r % len(theirs)]
+        width = min(path.size, fallback.size)  # past their end: the predictor's path
+        ahead.append(np.concatenate([value + path[1:width] - path[0], fallback[width:]]))
+    ahead = _as_paths(np.clip(np.array(ahead), *bounds))
+    return Curve(np.concatenate([np.full((len(ahead), 1), value), ahead], axis=1), mine.seconds)
 
 
 def _as_paths(draws: np.ndarray) -> np.ndarray:

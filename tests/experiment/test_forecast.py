@@ -270,3 +270,26 @@ def test_the_curves_continue_with_the_noise_the_search_shows():
     # run r follows the r-th lowest path of every trial
     for curve in futures(0.01).own.values():
         assert (np.diff(curve.metrics[:, 8:].mean(axis=1)) >= 0).all()
+
+
+def test_a_trial_seen_for_one_epoch_continues_as_its_nearest_neighbours_did():
+    from types import SimpleNamespace
+
+    from hypersched_nb.core.trial import TrialState
+    from hypersched_nb.experiment.forecast import TrialSeen, foresee
+
+    rng, epochs = np.random.default_rng(0), np.arange(1, 9)
+    never = [0.10 + rng.normal(0, 0.003, 8) for _ in range(5)]  # at chance, and staying there
+    learners = [0.90 - 0.40 / epochs + rng.normal(0, 0.003, 8) for _ in range(5)]
+    curves = never + learners + [[0.105], [0.51]]  # two held at epoch 1, one by each kind
+    trials = tuple(
+        TrialSeen(i, TrialState.PAUSED, tuple(c), 10.0, 0, None, 0) for i, c in enumerate(curves)
+    )
+    search = SimpleNamespace(reported=True, trials=trials, max_epochs=8, mode="max")
+    own = foresee(search, runs=32, seed=0).own
+    at_chance, learning = own[10].metrics, own[11].metrics
+    assert (at_chance[:, 0] == 0.105).all() and (learning[:, 0] == 0.51).all()  # epoch 1 kept
+    # from one point the predictor alone draws up to the bound; the neighbours say more
+    assert np.abs(at_chance[:, -1] - 0.105).max() < 0.03  # stays at chance, as its five did
+    assert np.median(learning[:, -1]) == pytest.approx(0.51 + 0.35, abs=0.03)  # climbs as they
+    assert (np.diff(learning[:, 1:].mean(axis=1)) >= 0).all()  # run r: the r-th lowest path
