@@ -130,16 +130,17 @@ def simulate(
     journal: bool = False,
     policy_params: dict | None = None,
 ) -> Simulation:
-    """Run ``policy`` on ``trace`` until ``deadline`` (seconds of trace time)."""
+    """Run ``policy`` on ``trace`` until ``deadline`` (seconds of trace time); an
+    ``early_signal`` among ``policy_params`` overrides the settings' one."""
     sim = replayed(trace, seed, settings)
+    params = {"early_signal": settings.early_signal, **(policy_params or {})}
     pol = create(
         policy,
         max_epochs=sim.max_epochs,
         min_epochs=settings.min_epochs,
         eta=settings.eta,
         seed=seed,
-        early_signal=settings.early_signal,
-        **(policy_params or {}),
+        **params,
     )
     driver = Driver(
         pol,

@@ -53,6 +53,11 @@ def test_the_record_says_whether_hypersched_ended_trusting_the_first_epochs(trac
     assert simulate(trace, "asha", 150, 4, told).record.to_json()["early_signal_at_end"] is None
 
 
+def test_early_signal_among_the_policy_params_overrides_the_settings(trace):
+    told = simulate(trace, "hypersched", 150, 4, SETTINGS, policy_params={"early_signal": "trust"})
+    assert told.driver.policy.early_signal == "trust" and told.record.early_signal_at_end == "trust"
+
+
 def test_a_metric_never_reported_is_null_in_the_row(trace):
     # every epoch takes 10 s after a 2 s start-up: nothing is reported by 5 s
     record = simulate(trace, "asha", 5, 0, SETTINGS).record
