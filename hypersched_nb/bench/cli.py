@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         metavar="auto|trust|doubt",
         help="what the curves' first epochs say: trust them (as ASHA), doubt them until they "
-        "predict later ones, or let the search find out (default auto)",
+        "predict later ones, or trust them for now while a few trials test them (default auto)",
     )
     a("--json", type=Path, metavar="OUT.json", help="write every run to this JSON file")
     a("--jobs", type=int, default=1, choices=(1, 2), help="processes to run in (default 1)")

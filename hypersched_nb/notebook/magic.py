@@ -88,7 +88,7 @@ def _start_parser() -> _Parser:
         default="auto",
         metavar="auto|trust|doubt",
         help="what your curves' first epochs say: trust them (as ASHA), doubt them until they "
-        "predict later ones, or let the search find out (default: auto)",
+        "predict later ones, or trust them for now while a few trials test them (default: auto)",
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument(

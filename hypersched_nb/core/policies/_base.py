@@ -20,8 +20,9 @@ __all__ = [
     "evaluation_boundary",
 ]
 
-#: what the user knows of their curves' first epochs: ``auto`` (let the search find out),
-#: ``trust`` (a first-epoch verdict holds later) or ``doubt`` (show it first)
+#: what the user knows of their curves' first epochs: ``auto`` (trust them for now, and let
+#: the search find out), ``trust`` (a first-epoch verdict holds later) or ``doubt`` (show it
+#: first)
 EARLY_SIGNALS = ("auto", "trust", "doubt")
 
 
