@@ -135,8 +135,8 @@ class HyperSched(Policy):
             self.judging.passed(tid, judge[0])
             self.breadth.passed(tid, judge[0])
         self.breadth.update(self._results, self.trust.first())
-        paused = None  # (rung index, value kept, reason): a pause by rule 1, or rule 2's
-        tentative = None  # a tentative verdict (rule 2), or its stall
+        paused = None  # (rung index, value kept, reason): a pause by rule 1 or by rule 2
+        tentative = None  # rule 2's reason when the pause is a tentative verdict
         if below is not None:
             i, value, cutoff = below
             reason = f"rung {self.rungs[i].milestone:g}: {value:.4g} below cutoff {cutoff:.4g}"

@@ -189,16 +189,15 @@ class Trust:
         """After a failed test, the next of the trials its tentative verdicts paused to bring
         back: the highest value at the ``low`` rung first, or the lowest when the test found
         its order backwards (AUC below one half); None before a failed test, or when none is
-        left paused."""
+        left paused. Asking again gives the same answer until that trial runs
+        (:meth:`release`)."""
         if not self._withdrawn or self.trusted[0]:
             return None
         backwards = self.agreement.get(0, (0.5, 0))[0] < 0.5
         waiting = [t for t in self._held if t in paused]
         if not waiting:
             return None
-        pick = (min if backwards else max)(waiting, key=lambda t: (low.recorded[t], -t))
-        self._held.discard(pick)
-        return pick
+        return (min if backwards else max)(waiting, key=lambda t: (low.recorded[t], -t))
 
     def stalled(
         self, low: Rung, tid: int, epoch: float, value: float, sign: float = 1.0

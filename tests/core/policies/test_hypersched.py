@@ -154,7 +154,11 @@ def test_a_failed_test_ends_the_tentative_verdicts_and_the_paused_come_back_firs
     chosen = hs.choose_trial_to_run(ctx)
     assert chosen.trial_id in held and chosen is not pending  # owed before anything new
     assert hs.rungs[0].recorded[chosen.trial_id] == 0.3  # backwards order: the lowest first
-    assert hs.choose_trial_to_run(ctx) is not chosen  # each is brought back once
+    assert hs.choose_trial_to_run(ctx) is chosen  # asking twice changes nothing
+    report(hs, chosen, 2, 0.9)  # it runs again: the next one is owed
+    rest = {tid: t for tid, t in paused.items() if tid != chosen.trial_id}
+    ctx = PolicyContext.for_test(workers=8, trials={**rest, 99: pending})
+    assert hs.choose_trial_to_run(ctx).trial_id in rest
 
 
 def test_a_passed_test_makes_the_tentative_verdicts_final():
