@@ -246,9 +246,9 @@ def foresee(standing: Standing, *, runs: int, seed: int, prior: Trace | None = N
     seen = [t for t in standing.trials if t.metrics]
     own = {t.trial_id: _continued(t, cache, standing.mode, standing.max_epochs) for t in seen}
     bounds = cache.bounds_for(standing.mode) or (-math.inf, math.inf)
-    rng = np.random.default_rng(seed)
+    rng, donors = np.random.default_rng(seed), _Donors.of(seen)
     own = {
-        t.trial_id: _like_neighbours(t, own, seen, rng, bounds)
+        t.trial_id: _like_neighbours(t, own, donors, rng, bounds)
         if len(t.metrics) == 1
         else own[t.trial_id]
         for t in seen
@@ -318,10 +318,31 @@ def _continued(trial: TrialSeen, cache: CurveCache, mode: str, max_epochs: int) 
     return Curve(metrics, seconds)
 
 
+@dataclass(frozen=True, slots=True)
+class _Donors:
+    """The trials seen for more than one epoch, by their epoch-1 value (ascending)."""
+
+    values: np.ndarray
+    ids: tuple[int, ...]
+
+    @classmethod
+    def of(cls, seen: Sequence[TrialSeen]) -> _Donors:
+        went_on = [t for t in seen if len(t.metrics) > 1 and math.isfinite(t.metrics[0])]
+        went_on.sort(key=lambda t: (t.metrics[0], t.trial_id))
+        return cls(np.array([t.metrics[0] for t in went_on]), tuple(t.trial_id for t in went_on))
+
+    def nearest(self, value: float, near: int) -> tuple[int, ...]:
+        """The ``near`` trials whose epoch-1 value is nearest ``value`` (ties: lower id)."""
+        at = int(np.searchsorted(self.values, value))
+        window = range(max(0, at - near), min(len(self.ids), at + near))
+        ranked = sorted(window, key=lambda i: (abs(self.values[i] - value), self.ids[i]))
+        return tuple(self.ids[i] for i in ranked[:near])
+
+
 def _like_neighbours(
     trial: TrialSeen,
     own: Mapping[int, Curve],
-    seen: Sequence[TrialSeen],
+    donors: _Donors,
     rng: np.random.Generator,
     bounds: tuple[float, float],
     near: int = NEIGHBOURS,
@@ -335,15 +356,13 @@ def _like_neighbours(
     uniform up to the bound), and a search that judges epoch 1 tentatively leaves many
     trials there, held until its test speaks; their neighbours' curves, the trials left
     untested among them, are the search's own evidence of where such a start leads."""
-    value = trial.metrics[0]
-    donors = [d for d in seen if len(d.metrics) > 1 and math.isfinite(d.metrics[0])]
-    if not donors or not math.isfinite(value):
-        return own[trial.trial_id]
-    donors.sort(key=lambda d: (abs(d.metrics[0] - value), d.trial_id))
-    mine = own[trial.trial_id]
+    value, mine = trial.metrics[0], own[trial.trial_id]
+    nearest = donors.nearest(value, near) if math.isfinite(value) else ()
+    if not nearest:
+        return mine
     ahead = []
     for r, fallback in enumerate(mine.metrics):
-        theirs = own[donors[int(rng.integers(min(near, len(donors))))].trial_id].metrics
+        theirs = own[nearest[int(rng.integers(len(nearest)))]].metrics
         path = theirs[r % len(theirs)]
         width = min(path.size, fallback.size)  # past their end: the predictor's path
         ahead.append(np.concatenate([value + path[1:width] - path[0], fallback[width:]]))
