@@ -122,6 +122,7 @@ class HyperSched(Policy):
         sign = 1.0 if ctx.mode == "max" else -1.0
         self.admit.observe(result)
         arrived = tid not in self.rungs[0]
+        before = self.rungs[0].cutoff() if arrived else None  # for a tentative verdict
         paired, judge = self.judging.reach(tid, result.epoch, score, self.trust.trusted)
         if paired is not None and self.trust.pair(
             self.rungs[paired], self.rungs[paired + 1], paired
@@ -141,7 +142,9 @@ class HyperSched(Policy):
             i, value, cutoff = below
             reason = f"rung {self.rungs[i].milestone:g}: {value:.4g} below cutoff {cutoff:.4g}"
             paused = (i, value, reason)
-        elif arrived and (tentative := self.trust.tentative(self.rungs[0], tid, score, sign)):
+        elif arrived and (
+            tentative := self.trust.tentative(self.rungs[0], tid, score, before, sign)
+        ):
             paused = (0, score, tentative)
         elif stall := self.trust.stalled(self.rungs[0], tid, result.epoch, score, sign=sign):
             paused = (0, self.rungs[0].recorded[tid], stall)

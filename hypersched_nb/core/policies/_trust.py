@@ -156,20 +156,18 @@ class Trust:
         """Does the lowest rung judge tentatively now ("auto", in doubt, no test failed)?"""
         return self.early_signal == "auto" and not self.trusted[0] and not self._withdrawn
 
-    def tentative(self, low: Rung, tid: int, value: float, sign: float = 1.0) -> str | None:
+    def tentative(
+        self, low: Rung, tid: int, value: float, cutoff: float | None, sign: float = 1.0
+    ) -> str | None:
         """Why trial ``tid``, which just recorded ``value`` at the ``low`` rung, pauses there
         at once, tentatively; None when the rung does not judge tentatively, the trial is
-        the one in ``audit`` that trains on untested, or it is at or above the cutoff of the
-        values before it. Call once per trial, at its first value there; a trial it pauses
-        is :meth:`hold`'s to keep."""
+        the one in ``audit`` that trains on untested, or it is at or above ``cutoff``, the
+        rung's cutoff before its value (None: too few values). Call once per trial, at its
+        first value there; a trial it pauses is :meth:`hold`'s to keep."""
         if not self.tentative_on() or tid not in low:
             return None
         self._arrived += 1
-        others = sorted(v for t, v in low.recorded.items() if t != tid and v == v)
-        if self._arrived % self.audit == 0 or not others:
-            return None
-        cutoff = percentile(others, low.quantile)
-        if not value < cutoff:
+        if self._arrived % self.audit == 0 or cutoff is None or not value < cutoff:
             return None
         high = epoch_number(self.milestones[1])
         return (
