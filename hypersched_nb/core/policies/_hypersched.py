@@ -30,7 +30,8 @@ reads on its own in the module named after what it decides:
    spare workers go to running trials best-first where the benefit test passes. A trial is
    paused (by its rung, or in the depth regime for being outside the running top 1/η) only
    when a leader can take its worker at once; the paper pauses even when the worker would
-   sit idle.
+   sit idle. A worker that no running trial can take resumes the most promising paused
+   trial; the paper leaves it idle to the deadline.
 
 Example:
     >>> from hypersched_nb.core.trial import Trial
@@ -219,8 +220,10 @@ class HyperSched(Policy):
         return self.admit.is_open(ctx, self._need())
 
     def choose_trial_to_run(self, ctx: PolicyContext) -> Trial | None:
-        if not self._open(ctx):
-            return None
+        if not self._open(ctx):  # rule 5: the leaders take the free workers, if they can
+            if not ctx.paused or self._taker(None, ctx, ctx.running.values()):
+                return None
+            return self._most_promising(ctx)  # else a paused trial rather than an idle worker
         waiting = self._waiting
         for i in waiting.rungs() if self.params.promote else ():  # highest rung first
             best = waiting.best(i, ctx.paused) if i >= 0 else None
@@ -232,12 +235,17 @@ class HyperSched(Policy):
         for trial in ctx.pending.values():
             return trial
         if not ctx.offers_left and ctx.paused:  # nothing new to try: the most promising paused
-            for i in waiting.rungs():
-                best = waiting.best(i, ctx.paused)
-                if best is not None:
-                    return ctx.paused[best[0]]
-            return next(iter(ctx.paused.values()))
+            return self._most_promising(ctx)
         return None
+
+    def _most_promising(self, ctx: PolicyContext) -> Trial:
+        """The paused trial to resume: the best at the highest rung it was paused on."""
+        waiting = self._waiting
+        for i in waiting.rungs():
+            best = waiting.best(i, ctx.paused)
+            if best is not None:
+                return ctx.paused[best[0]]
+        return next(iter(ctx.paused.values()))
 
     # ------------------------------------------------------------------ rule 5: exploitation
 
@@ -292,7 +300,8 @@ class HyperSched(Policy):
         target = f"epoch {epoch_number(need)}"
         if not admitting:
             if not ctx.running:
-                return f"no new trials ({target} out of reach)"
+                rest = ", resuming the best paused" if ctx.paused else ""
+                return f"no new trials ({target} out of reach){rest}"
             leaders = self._reallocating(ctx)
             rest = "leaders get freed workers" if leaders else "running trials carry on"
             return f"no new trials ({target} out of reach), {rest}"

@@ -357,6 +357,23 @@ def test_with_no_configuration_left_the_most_promising_paused_trial_resumes():
     assert hs.choose_trial_to_run(ctx) is b
 
 
+def test_with_admission_closed_idle_workers_resume_the_most_promising_paused_trial():
+    hs = timed_policy()
+    report(hs, trial(1), 4, 0.9)
+    a, b = trial(2), trial(3)
+    report(hs, a, 4, 0.5)
+    report(hs, b, 4, 0.6)
+    a.state = b.state = TrialState.PAUSED
+    pending = trial(5, TrialState.PENDING)
+    idle = at(100.0, trials={2: a, 3: b, 5: pending})
+    assert hs.admission(idle)[0] is False
+    assert hs.choose_trial_to_run(idle) is b  # not the new configuration: it cannot reach epoch 8
+    assert "resuming the best paused" in hs.describe(idle)
+    leader = trial(0, best=0.95, since=6, epochs=9)  # a running leader can take the worker
+    busy = at(100.0, trials={0: leader, 2: a, 3: b}, scaling=LINEAR)
+    assert hs.choose_trial_to_run(busy) is None
+
+
 # ------------------------------------------------------------------ rule 5: exploitation
 
 
