@@ -73,6 +73,12 @@ class Admission:
         """O: the ``startup_percentile`` of the start-ups observed so far."""
         return startup_overhead(self._startups, ctx.startups)
 
+    def seconds(self, epochs: float) -> float | None:
+        """One worker's seconds for ``epochs`` more epochs past the first (the median later
+        epoch, or the first while no later one is timed); None before any epoch is timed."""
+        epoch = self.later.percentile() or self.first.percentile()
+        return None if epoch is None else epochs * epoch
+
     def verdict(self, ctx: PolicyContext, need: float) -> tuple[bool, float, float]:
         """(open, epochs a trial started now would reach, ``need``)."""
         first = self.first.percentile() or self.later.percentile()

@@ -18,8 +18,8 @@ reads on its own in the module named after what it decides:
    enters the top 1/η, the paper's promotion).
 2. *Trust, or doubt, the first epochs* (:mod:`._trust`): the lowest rung judges for good
    once its verdicts have held at the next rung, and until then tentatively, one trial in
-   η left untested for the test (``early_signal="auto"``); a failed test brings the trials
-   it paused back. ``"doubt"`` judges nothing until the test passes, ``"trust"`` judges at
+   η left untested for the test (``early_signal="auto"``) while the deadline leaves the
+   test time to act; a failed test brings the trials it paused back. ``"doubt"`` judges nothing until the test passes, ``"trust"`` judges at
    once (as ASHA). While in doubt, a trial that gains nothing on the epoch after the lowest
    rung pauses there (``pause_stalled``).
 3. *Breadth or depth* (:mod:`._breadth_depth`): do the leaders still gain more than choosing
@@ -144,7 +144,9 @@ class HyperSched(Policy):
             reason = f"rung {self.rungs[i].milestone:g}: {value:.4g} below cutoff {cutoff:.4g}"
             paused = (i, value, reason)
         elif arrived and (
-            tentative := self.trust.tentative(self.rungs[0], tid, score, before, sign)
+            tentative := self.trust.tentative(
+                self.rungs[0], tid, score, before, sign, testable=self._test_can_act(ctx)
+            )
         ):
             paused = (0, score, tentative)
         elif stall := self.trust.stalled(self.rungs[0], tid, result.epoch, score, sign=sign):
@@ -201,6 +203,17 @@ class HyperSched(Policy):
     def regime(self) -> str:
         """``depth`` or ``breadth`` (rule 3), as last estimated."""
         return self.breadth.regime()
+
+    def _test_can_act(self, ctx: PolicyContext) -> bool:
+        """Rule 2: may a trial go untested now, for the test of the lowest rung? Only while
+        the test could still act on what it finds: time for that trial to reach the next
+        rung, and then for a trial a failed test brings back to get there too (a start-up
+        and twice the epochs between the rungs, timed as rule 4 times them)."""
+        if len(self.rungs) < 2:
+            return False
+        gap = self.rungs[1].milestone - self.rungs[0].milestone
+        seconds = self.admit.seconds(2 * gap)
+        return seconds is None or ctx.time_left >= self.startup(ctx) + seconds
 
     def startup(self, ctx: PolicyContext) -> float:
         """O: the ``startup_percentile`` of the start-ups observed so far."""

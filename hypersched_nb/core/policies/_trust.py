@@ -29,7 +29,9 @@ The user who knows their curves says so (``early_signal``):
   (:meth:`Trust.owed`: highest first-epoch value first, or lowest when the test found the
   order backwards). At a deadline of a few epochs a test arrives too late to act on, and
   waiting for it is what loses where epoch 1 tells; where it misleads, the audit brings the
-  paused back.
+  paused back. So no trial goes untested once the deadline is too near for the test to act
+  (the policy says when: ``testable``): the untested trial reaching the next rung and then a
+  trial brought back getting there too must fit in the time left.
 - ``"doubt"``: no tentative verdicts: every trial trains to the next rung (unless it stalls)
   until the rung earns trust.
 - ``"trust"``: no rung is on probation: epoch r judges from the first result, as in ASHA.
@@ -94,7 +96,7 @@ class Trust:
 
     __slots__ = ("_doubted", "_first", "_needed", "agreement", "early_signal", "milestones")
     __slots__ += ("eta", "floor", "pairs", "pause_stalled", "probation", "seen", "trusted", "z")
-    __slots__ += ("audit", "_arrived", "_held", "_withdrawn")
+    __slots__ += ("audit", "_arrived", "_held", "_late", "_withdrawn")
 
     def __init__(
         self,
@@ -125,6 +127,7 @@ class Trust:
         self._arrived = 0  # trials that reached the lowest rung while it was judged tentatively
         self._held: set[int] = set()  # trials paused by a tentative verdict, not yet back
         self._withdrawn = False  # did a failed test end the tentative verdicts?
+        self._late = False  # too late for the test to act: no trial goes untested any more
 
     def first(self) -> int:
         """Index of the lowest trusted rung: the first that judges."""
@@ -157,17 +160,27 @@ class Trust:
         return self.early_signal == "auto" and not self.trusted[0] and not self._withdrawn
 
     def tentative(
-        self, low: Rung, tid: int, value: float, cutoff: float | None, sign: float = 1.0
+        self,
+        low: Rung,
+        tid: int,
+        value: float,
+        cutoff: float | None,
+        sign: float = 1.0,
+        *,
+        testable: bool = True,
     ) -> str | None:
         """Why trial ``tid``, which just recorded ``value`` at the ``low`` rung, pauses there
         at once, tentatively; None when the rung does not judge tentatively, the trial is
-        the one in ``audit`` that trains on untested, or it is at or above ``cutoff``, the
-        rung's cutoff before its value (None: too few values). Call once per trial, at its
-        first value there; a trial it pauses is :meth:`hold`'s to keep."""
+        the one in ``audit`` that trains on untested (only while the test is ``testable``:
+        the deadline leaves it time to act), or it is at or above ``cutoff``, the rung's
+        cutoff before its value (None: too few values). Call once per trial, at its first
+        value there; a trial it pauses is :meth:`hold`'s to keep."""
         if not self.tentative_on() or tid not in low:
             return None
         self._arrived += 1
-        if self._arrived % self.audit == 0 or cutoff is None or not value < cutoff:
+        self._late = not testable
+        untested = testable and self._arrived % self.audit == 0
+        if untested or cutoff is None or not value < cutoff:
             return None
         high = epoch_number(self.milestones[1])
         return (
@@ -245,6 +258,11 @@ class Trust:
             return f"trust: {low} judges from the start (no epoch on probation)"
         if self.tentative_on():
             high = f"epoch {epoch_number(self.milestones[1])}"
+            if self._late:
+                return (
+                    f"doubt: {low} judges tentatively, too near the deadline to test it "
+                    f"against {high} ({self.seen[0]} of {self.pairs} pairs)"
+                )
             return (
                 f"doubt: {low} judges tentatively, 1 trial in {self.audit} untested, until its "
                 f"verdicts hold at {high} ({self.seen[0]} of {self.pairs} pairs)"
@@ -257,7 +275,8 @@ class Trust:
         agreement with epoch 4, 71% needed" (the share of pairs, a trial epoch 1 keeps
         against one it pauses, that epoch 4 orders the same way: the AUC), "trusting epoch
         1: 100% agreement with epoch 4", "trusting epoch 1, as told", "trusting epoch 1 for
-        now, testing it at epoch 4" (tentative verdicts)."""
+        now, testing it at epoch 4" (tentative verdicts), "trusting epoch 1, too late to test
+        it at epoch 4" (too near the deadline)."""
         low = f"epoch {epoch_number(self.milestones[0])}"
         verb = "trusting" if self.mode() == "trust" else "doubting"
         if len(self.milestones) == 1 or not self._doubted and self.early_signal != "trust":
@@ -266,6 +285,8 @@ class Trust:
             return f"{verb} {low}, as told"
         high = f"epoch {epoch_number(self.milestones[1])}"
         if self.tentative_on():
+            if self._late:
+                return f"trusting {low}, too late to test it at {high}"
             return f"trusting {low} for now, testing it at {high}"
         if 0 not in self.agreement:
             return f"{verb} {low} until it predicts {high}"

@@ -129,6 +129,28 @@ def test_auto_judges_epoch_1_at_once_for_now_but_leaves_one_trial_in_eta_unteste
     assert policy(audit=2).trust.audit == 2 and policy(eta=3).trust.audit == 3
 
 
+def test_no_trial_goes_untested_once_the_deadline_leaves_the_test_no_time_to_act():
+    flat = ScalingCurve({2: 1.05})  # admission stays open: the verdicts alone decide
+
+    def fourth(time_left):  # the one in 4 left untested while the test could still act
+        hs = policy()
+        ctx = at(time_left, scaling=flat)
+        values = [0.5, 0.1, 0.9, 0.05]
+        return hs, [report(hs, trial(t), 1, v, ctx, seconds=10.0) for t, v in enumerate(values)][3]
+
+    # 60 s: 3 epochs of 10 s to epoch 4, then 3 more for a trial a failed test brings back
+    assert fourth(60.0)[1].decision is CONTINUE
+    hs, verdict = fourth(59.0)
+    assert verdict.decision is PAUSE and "for now" in verdict.reason
+    assert hs.describe(at(59.0, scaling=flat)).startswith(
+        "trusting epoch 1, too late to test it at epoch 4 · "
+    )
+    assert hs.early_signal_state() == (
+        "doubt: epoch 1 judges tentatively, too near the deadline to test it against epoch 4 "
+        "(0 of 8 pairs)"
+    )
+
+
 def reach_epoch_4(hs, values_at_1, values_at_4):
     """Trials 100, 101 … report epoch 1, and those not paused there epoch 4: test pairs."""
     verdicts = {}
