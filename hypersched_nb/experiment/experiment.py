@@ -53,10 +53,11 @@ class Experiment:
     own settings (``{"pause": False}``); ``early_signal`` what you know of your curves'
     first epochs: ``"trust"`` them (a trial that starts badly stays bad: judged from epoch
     1, as ASHA), ``"doubt"`` them (judged only once epoch 1 has shown it predicts later
-    epochs) or ``"auto"`` (judged from epoch 1 for now while one trial in η tests it; a
-    policy that never judges by first epochs ignores it); ``cluster`` a number of local workers, a
-    scheduler address or a ``distributed.Client`` (None: one worker per GPU, or CPU slots);
-    ``sampler`` ``"tpe"``, ``"random"``, ``"qmc"`` or an Optuna sampler; ``configs`` bounds
+    epochs) or ``"auto"`` (judged from epoch 1 for now while one trial in η tests it, as
+    long as the test could still act; a policy that never judges by first epochs ignores
+    it); ``cluster`` a number of local workers, a scheduler address or a
+    ``distributed.Client`` (None: one worker per GPU, or CPU slots); ``sampler`` ``"tpe"``,
+    ``"random"``, ``"qmc"`` or an Optuna sampler; ``configs`` bounds
     how many configurations are offered. ``fail_fast``: when the first this-many trials to
     end all failed with one error, the search stops and :meth:`wait` raises it (None: never).
     An elastic policy (``"seer"``) sizes the cluster itself, from ``cluster`` up to

@@ -126,7 +126,7 @@ class HyperSched(Policy):
         before = self.rungs[0].cutoff() if arrived else None  # for a tentative verdict
         paired, judge = self.judging.reach(tid, result.epoch, score, self.trust.trusted)
         if paired is not None and self.trust.pair(
-            self.rungs[paired], self.rungs[paired + 1], paired
+            self.rungs[paired], self.rungs[paired + 1], paired, ctx.now
         ):
             self.breadth.moved()  # rule 2 moved the first judging rung
         self.breadth.note(tid, self.trust.first(), result.epoch, score)
@@ -183,10 +183,12 @@ class HyperSched(Policy):
         return self.trust.early_signal
 
     def tell_early_signal(self, early_signal: str) -> None:
-        """Rule 2 as told from now on (a what-if forecast tells it to a clone; see
-        :meth:`~._trust.Trust.tell`)."""
+        """Rules 1 and 2 as told from now on (a what-if forecast tells it to a clone; see
+        :meth:`~._trust.Trust.tell`, and ``HyperSchedParams.confirm`` for rule 1)."""
         if self.trust.tell(early_signal):
             self.breadth.moved()
+        if early_signal != "auto":
+            self.judging.confirm_peers = self.params.confirm(self.eta, early_signal)
 
     def early_signal_mode(self) -> str:
         """Rule 2's mode now: "trust" once the lowest rung judges, else "doubt"."""
@@ -206,14 +208,17 @@ class HyperSched(Policy):
 
     def _test_can_act(self, ctx: PolicyContext) -> bool:
         """Rule 2: may a trial go untested now, for the test of the lowest rung? Only while
-        the test could still act on what it finds: time for that trial to reach the next
-        rung, and then for a trial a failed test brings back to get there too (a start-up
-        and twice the epochs between the rungs, timed as rule 4 times them)."""
+        the test could still act on what it finds: time for the test to arrive (at the pace
+        of its pairs so far; before that, the untested trial's own epochs to the next rung),
+        and then for a trial a failed test brings back to reach the next rung (a start-up
+        and the epochs between the rungs, timed as rule 4 times them)."""
         if len(self.rungs) < 2:
             return False
-        gap = self.rungs[1].milestone - self.rungs[0].milestone
-        seconds = self.admit.seconds(2 * gap)
-        return seconds is None or ctx.time_left >= self.startup(ctx) + seconds
+        climb = self.admit.seconds(self.rungs[1].milestone - self.rungs[0].milestone)
+        if climb is None:
+            return True
+        test = self.trust.next_test_in(ctx.now)
+        return ctx.time_left >= (climb if test is None else test) + self.startup(ctx) + climb
 
     def startup(self, ctx: PolicyContext) -> float:
         """O: the ``startup_percentile`` of the start-ups observed so far."""

@@ -36,12 +36,13 @@ class HyperSchedParams:
     pause: bool = True  # False: stop instead
     min_peers: int = 1  # values a rung needs before it judges (ASHA: 1; the paper: 2)
     confirm_peers: int | None = None  # a pass with this many peers or fewer is confirmed
-    # once more (None: η − 1)
+    # once more (None: η − 1, or 0 when told to trust: every pass final, as in ASHA)
     promote: bool = False  # also resume a paused trial whose value rose into the top 1/η
     # rule 2: which rungs judge
     early_signal: str = "auto"  # "auto" (tentative verdicts), "trust" (no probation), "doubt"
     audit: int | None = None  # "auto": one trial in this many (None: η) trains untested to
-    # the next rung while the lowest is in doubt; the others are judged there tentatively
+    # the next rung while the lowest is in doubt and its test could still act; the others
+    # are judged there tentatively
     probation: int = 1  # the lowest rungs that must earn trust (unless early_signal="trust")
     probation_pairs: int = 8  # tested at this many pairs, then at twice as many …
     probation_z: float = 1.645  # … and trusted when the AUC is this many standard errors
@@ -92,9 +93,13 @@ class HyperSchedParams:
         """How many of the lowest rungs start on probation: none when told to trust."""
         return 0 if self.early_signal == "trust" else self.probation
 
-    def confirm(self, eta: float) -> int:
-        """``confirm_peers``, η − 1 by default."""
-        return int(eta) - 1 if self.confirm_peers is None else self.confirm_peers
+    def confirm(self, eta: float, early_signal: str | None = None) -> int:
+        """``confirm_peers``; by default η − 1, or 0 under ``early_signal`` (this object's
+        unless given) ``"trust"``: the user who trusts the first epochs gets ASHA's verdicts,
+        every pass final however few its peers."""
+        if self.confirm_peers is not None:
+            return self.confirm_peers
+        return 0 if (early_signal or self.early_signal) == "trust" else int(eta) - 1
 
     def reallocation(self) -> Reallocation:
         """Rule 5's reallocation, with these settings (checked)."""

@@ -4,8 +4,9 @@ As in ASHA, a result that newly passes a judging milestone r·η^i is compared w
 (1 − 1/η) percentile of the values recorded there before it (at least ``min_peers`` of them:
 one, as in ASHA; the paper needs two) and the trial is paused below it. The paper re-checks
 every passed rung on every result, which pauses good trials late on their oldest, noisiest
-values; here a pass is final, except one made with at most ``confirm_peers`` (η − 1) peers,
-which is checked once more when the rung has more values. Which rungs judge is rule 2's
+values; here a pass is final, except one made with at most ``confirm_peers`` (η − 1; none
+when told to trust, as in ASHA) peers, which is checked once more when the rung has more
+values. Which rungs judge is rule 2's
 (:mod:`._trust`); whether a trial below a cutoff pauses now is the policy's (only while
 exploring, or when a leader can take its worker).
 

@@ -30,8 +30,9 @@ The user who knows their curves says so (``early_signal``):
   order backwards). At a deadline of a few epochs a test arrives too late to act on, and
   waiting for it is what loses where epoch 1 tells; where it misleads, the audit brings the
   paused back. So no trial goes untested once the deadline is too near for the test to act
-  (the policy says when: ``testable``): the untested trial reaching the next rung and then a
-  trial brought back getting there too must fit in the time left.
+  (the policy says when: ``testable``): the test arriving (at the pace of its pairs so far,
+  :meth:`Trust.next_test_in`) and then a trial it brings back reaching the next rung must
+  fit in the time left.
 - ``"doubt"``: no tentative verdicts: every trial trains to the next rung (unless it stalls)
   until the rung earns trust.
 - ``"trust"``: no rung is on probation: epoch r judges from the first result, as in ASHA.
@@ -96,7 +97,7 @@ class Trust:
 
     __slots__ = ("_doubted", "_first", "_needed", "agreement", "early_signal", "milestones")
     __slots__ += ("eta", "floor", "pairs", "pause_stalled", "probation", "seen", "trusted", "z")
-    __slots__ += ("audit", "_arrived", "_held", "_late", "_withdrawn")
+    __slots__ += ("audit", "_arrived", "_first_pair", "_held", "_late", "_withdrawn")
 
     def __init__(
         self,
@@ -128,6 +129,7 @@ class Trust:
         self._held: set[int] = set()  # trials paused by a tentative verdict, not yet back
         self._withdrawn = False  # did a failed test end the tentative verdicts?
         self._late = False  # too late for the test to act: no trial goes untested any more
+        self._first_pair: tuple[float, int] | None = None  # (time, pairs) at the lowest rung
 
     def first(self) -> int:
         """Index of the lowest trusted rung: the first that judges."""
@@ -137,9 +139,12 @@ class Trust:
         """``"trust"`` once the lowest rung judges, else ``"doubt"``."""
         return "trust" if self._first == 0 else "doubt"
 
-    def pair(self, low: Rung, high: Rung, i: int) -> bool:
-        """One more trial reached rung i + 1 after rung i; True when rung i became trusted."""
+    def pair(self, low: Rung, high: Rung, i: int, now: float = 0.0) -> bool:
+        """One more trial reached rung i + 1 after rung i at time ``now``; True when rung i
+        became trusted."""
         self.seen[i] += 1
+        if i == 0 and self._first_pair is None:
+            self._first_pair = (now, self.seen[0])
         times, rest = divmod(self.seen[i], self.pairs)
         if self.trusted[i] or rest or not times or times & (times - 1):  # not at n0·2^j
             return False
@@ -154,6 +159,17 @@ class Trust:
             self._withdrawn = self._withdrawn or self.tentative_on()
         self._first = self.trusted.index(True)
         return self.trusted[i]
+
+    def next_test_in(self, now: float) -> float | None:
+        """Seconds from ``now`` to the lowest rung's next test, at the pace its pairs have
+        come since the first (None: no pace yet, fewer than two pairs)."""
+        if self._first_pair is None or self.seen[0] <= self._first_pair[1]:
+            return None
+        since, first = self._first_pair
+        due = self.pairs
+        while due <= self.seen[0]:
+            due *= 2
+        return (due - self.seen[0]) * (now - since) / (self.seen[0] - first)
 
     def tentative_on(self) -> bool:
         """Does the lowest rung judge tentatively now ("auto", in doubt, no test failed)?"""

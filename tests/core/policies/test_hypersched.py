@@ -151,6 +151,17 @@ def test_no_trial_goes_untested_once_the_deadline_leaves_the_test_no_time_to_act
     )
 
 
+def test_the_test_is_expected_at_the_pace_of_its_pairs_so_far():
+    hs = policy()
+    low, high = hs.rungs[:2]
+    assert hs.trust.next_test_in(0.0) is None  # no pair yet: no pace
+    hs.trust.pair(low, high, 0, now=10.0)
+    assert hs.trust.next_test_in(10.0) is None  # one pair: still no pace
+    for now in (20.0, 30.0):  # a pair every 10 s
+        hs.trust.pair(low, high, 0, now=now)
+    assert hs.trust.next_test_in(30.0) == 50.0  # 5 more to the test at 8 pairs
+
+
 def reach_epoch_4(hs, values_at_1, values_at_4):
     """Trials 100, 101 … report epoch 1, and those not paused there epoch 4: test pairs."""
     verdicts = {}
@@ -497,6 +508,19 @@ def test_trust_judges_at_epoch_1_from_the_first_result_and_never_waits_on_it():
     assert hs.early_signal_state() == "trust: epoch 1 judges from the start (early_signal='trust')"
     assert hs.describe(OPEN).startswith("trusting epoch 1, as told · keeping the top")
     assert " after epoch 1 · " in hs.describe(OPEN)
+
+
+@pytest.mark.parametrize("told", [False, True])
+def test_trust_makes_every_pass_final_as_asha_does(told):
+    hs = policy(early_signal="auto" if told else "trust")
+    if told:
+        hs.tell_early_signal("trust")  # as a what-if forecast tells a clone
+    early = trial(0)
+    assert report(hs, early, 4, 0.6).decision is CONTINUE  # alone at rung 4
+    for tid, value in enumerate([0.7, 0.8, 0.9, 0.95], start=1):
+        report(hs, trial(tid), 4, value)
+    assert report(hs, early, 5, 0.65).decision is CONTINUE  # not checked again, as in ASHA
+    assert policy(early_signal="trust", confirm_peers=2).judging.confirm_peers == 2
 
 
 def test_trust_stays_trust_whatever_epoch_1_later_shows():
