@@ -19,9 +19,10 @@ reads on its own in the module named after what it decides:
 2. *Trust, or doubt, the first epochs* (:mod:`._trust`): the lowest rung judges for good
    once its verdicts have held at the next rung, and until then tentatively, one trial in
    η left untested for the test (``early_signal="auto"``) while the deadline leaves the
-   test time to act; a failed test brings the trials it paused back. ``"doubt"`` judges nothing until the test passes, ``"trust"`` judges at
-   once (as ASHA). While in doubt, a trial that gains nothing on the epoch after the lowest
-   rung pauses there (``pause_stalled``).
+   test time to act; a failed test brings the trials it paused back. ``"doubt"`` judges
+   nothing until the test passes, ``"trust"`` judges at once (as ASHA). While in doubt, a
+   trial that gains nothing on the epoch after the lowest rung pauses there
+   (``pause_stalled``).
 3. *Breadth or depth* (:mod:`._breadth_depth`): do the leaders still gain more than choosing
    among more configurations would?
 4. *Admission by reach* (:mod:`._admission`): a trial starts only while it can reach far

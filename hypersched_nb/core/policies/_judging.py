@@ -6,9 +6,8 @@ one, as in ASHA; the paper needs two) and the trial is paused below it. The pape
 every passed rung on every result, which pauses good trials late on their oldest, noisiest
 values; here a pass is final, except one made with at most ``confirm_peers`` (η − 1; none
 when told to trust, as in ASHA) peers, which is checked once more when the rung has more
-values. Which rungs judge is rule 2's
-(:mod:`._trust`); whether a trial below a cutoff pauses now is the policy's (only while
-exploring, or when a leader can take its worker).
+values. Which rungs judge is rule 2's (:mod:`._trust`); whether a trial below a cutoff
+pauses now is the policy's (only while exploring, or when a leader can take its worker).
 
 Example (η = 4; rung 4 judges with one peer, and a lone pass is confirmed later):
     >>> from hypersched_nb.core.policies._rungs import Rung
