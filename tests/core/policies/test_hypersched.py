@@ -379,31 +379,33 @@ def test_admission_reopens_when_the_deadline_moves_and_nothing_is_retired():
     assert "exploring while a new trial can still reach epoch 8" in hs.describe(at(1000.0))
 
 
+def paused_at_rung_4(hs, values):
+    """Trials 1, 2 … that recorded ``values`` at epoch 4 after a leader's 0.9, now paused."""
+    report(hs, trial(100), 4, 0.9)
+    paused = [trial(tid) for tid in range(1, len(values) + 1)]
+    for t, value in zip(paused, values, strict=True):
+        report(hs, t, 4, value)
+        t.state = TrialState.PAUSED
+    return paused
+
+
 def test_with_no_configuration_left_the_most_promising_paused_trial_resumes():
     hs = policy()
-    report(hs, trial(0), 4, 0.9)
-    a, b = trial(1), trial(2)
-    report(hs, a, 4, 0.5)
-    report(hs, b, 4, 0.6)
-    a.state = b.state = TrialState.PAUSED
+    a, b = paused_at_rung_4(hs, [0.5, 0.6])
     ctx = PolicyContext.for_test(workers=8, trials={1: a, 2: b}, offers_left=False)
     assert hs.choose_trial_to_run(ctx) is b
 
 
 def test_with_admission_closed_idle_workers_resume_the_most_promising_paused_trial():
     hs = timed_policy()
-    report(hs, trial(1), 4, 0.9)
-    a, b = trial(2), trial(3)
-    report(hs, a, 4, 0.5)
-    report(hs, b, 4, 0.6)
-    a.state = b.state = TrialState.PAUSED
+    a, b = paused_at_rung_4(hs, [0.5, 0.6])
     pending = trial(5, TrialState.PENDING)
-    idle = at(100.0, trials={2: a, 3: b, 5: pending})
+    idle = at(100.0, trials={1: a, 2: b, 5: pending})
     assert hs.admission(idle)[0] is False
     assert hs.choose_trial_to_run(idle) is b  # not the new configuration: it cannot reach epoch 8
     assert "resuming the best paused" in hs.describe(idle)
     leader = trial(0, best=0.95, since=6, epochs=9)  # a running leader can take the worker
-    busy = at(100.0, trials={0: leader, 2: a, 3: b}, scaling=LINEAR)
+    busy = at(100.0, trials={0: leader, 1: a, 2: b}, scaling=LINEAR)
     assert hs.choose_trial_to_run(busy) is None
 
 
