@@ -244,13 +244,13 @@ def foresee(standing: Standing, *, runs: int, seed: int, prior: Trace | None = N
         return Futures({}, _prior_curves(prior, standing.max_epochs), "prior")
     cache = _predictor(standing, runs=runs, seed=seed)
     seen = [t for t in standing.trials if t.metrics]
-    own = {t.trial_id: _continued(t, cache, standing.mode, standing.max_epochs) for t in seen}
+    predicted = {t.trial_id: _continued(t, cache, standing.mode, standing.max_epochs) for t in seen}
     bounds = cache.bounds_for(standing.mode) or (-math.inf, math.inf)
     rng, donors = np.random.default_rng(seed), _Donors.of(seen)
     own = {
-        t.trial_id: _like_neighbours(t, own, donors, rng, bounds)
+        t.trial_id: _like_neighbours(t, predicted, donors, rng, bounds)
         if len(t.metrics) == 1
-        else own[t.trial_id]
+        else predicted[t.trial_id]
         for t in seen
     }
     pool = tuple(own.values())
@@ -341,7 +341,7 @@ class _Donors:
 
 def _like_neighbours(
     trial: TrialSeen,
-    own: Mapping[int, Curve],
+    predicted: Mapping[int, Curve],
     donors: _Donors,
     rng: np.random.Generator,
     bounds: tuple[float, float],
@@ -356,13 +356,13 @@ def _like_neighbours(
     uniform up to the bound), and a search that judges epoch 1 tentatively leaves many
     trials there, held until its test speaks; their neighbours' curves, the trials left
     untested among them, are the search's own evidence of where such a start leads."""
-    value, mine = trial.metrics[0], own[trial.trial_id]
+    value, mine = trial.metrics[0], predicted[trial.trial_id]
     nearest = donors.nearest(value, near) if math.isfinite(value) else ()
     if not nearest:
         return mine
     ahead = []
     for r, fallback in enumerate(mine.metrics):
-        theirs = own[nearest[int(rng.integers(len(nearest)))]].metrics
+        theirs = predicted[nearest[int(rng.integers(len(nearest)))]].metrics
         path = theirs[r % len(theirs)]
         width = min(path.size, fallback.size)  # past their end: the predictor's path
         ahead.append(np.concatenate([value + path[1:width] - path[0], fallback[width:]]))
