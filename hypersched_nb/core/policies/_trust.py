@@ -37,7 +37,9 @@ The user who knows their curves says so (``early_signal``):
   until the rung earns trust.
 - ``"trust"``: no rung is on probation: epoch r judges from the first result, as in ASHA.
 
-:meth:`Trust.state` says which mode the search is in and why, in one line.
+:meth:`Trust.state` says which mode the search is in and why, in one line. Where the lowest
+rung stands is one of :class:`~._trust_states.TrustState`, and one table there says how it
+moves (a test passes or fails, a trial arrives too late for the test, the user tells).
 
 Example:
     >>> keep_agreement([1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8], eta=4)
@@ -51,9 +53,12 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Sequence
 
+from hypersched_nb.core.policies._base import check_early_signal
 from hypersched_nb.core.policies._describe import epoch_number
 from hypersched_nb.core.policies._rungs import Rung
 from hypersched_nb.core.policies._sample import percentile
+from hypersched_nb.core.policies._trust_states import TrustState, account, initial, move, short
+from hypersched_nb.errors import ConfigError
 
 __all__ = ["Trust", "keep_agreement", "needed_auc", "trusted"]
 
@@ -92,12 +97,13 @@ def trusted(auc: float, kept: int, paused: int, z: float, floor: float) -> bool:
 class Trust:
     """Which of ``rungs`` judge: all but the lowest ``probation`` ones (never the top rung),
     each of those until it passes the test of the module docstring at ``pairs``·2^j pairs.
-    ``early_signal`` is the user's word, for :meth:`state` (``"trust"`` comes with
-    ``probation=0``: see ``HyperSchedParams.probation_rungs``)."""
+    ``early_signal`` is the user's word (``"trust"`` comes with ``probation=0``: see
+    ``HyperSchedParams.probation_rungs``). Where the lowest rung stands is :attr:`current`, a
+    :class:`~._trust_states.TrustState` that changes only by the moves of its table."""
 
-    __slots__ = ("_doubted", "_first", "_needed", "agreement", "early_signal", "milestones")
-    __slots__ += ("eta", "floor", "pairs", "pause_stalled", "probation", "seen", "trusted", "z")
-    __slots__ += ("audit", "_arrived", "_first_pair", "_held", "_late", "_withdrawn")
+    __slots__ = ("_above", "_first_pair", "_held", "_needed", "agreement", "current")
+    __slots__ += ("_arrived", "audit", "early_signal", "eta", "floor", "milestones", "pairs")
+    __slots__ += ("pause_stalled", "probation", "seen", "z")
 
     def __init__(
         self,
@@ -113,10 +119,13 @@ class Trust:
         audit: int | None = None,
     ):
         first = min(probation, len(rungs) - 1)  # the top rung is never on probation
+        if early_signal == "trust" and first:
+            raise ConfigError(
+                f"`probation` is {probation}, but must be 0 with early_signal='trust'"
+            )
         self.probation = first
-        self.trusted = [i >= first for i in range(len(rungs))]
-        self._first = first  # trusted.index(True), kept: ``trusted`` changes only in pair()
-        self._doubted = first > 0  # did the search start in doubt?
+        self.current = initial(rungs=len(rungs), early_signal=early_signal, probation=first)
+        self._above = [i >= first for i in range(1, len(rungs))]  # rungs 1 …: trusted?
         self.milestones = [rung.milestone for rung in rungs]
         self.early_signal = early_signal
         self.agreement: dict[int, tuple[float, int]] = {}  # rung -> (AUC, pairs) last tested
@@ -127,17 +136,24 @@ class Trust:
         self.audit = audit or math.ceil(eta)  # "auto": one trial in this many goes untested
         self._arrived = 0  # trials that reached the lowest rung while it was judged tentatively
         self._held: set[int] = set()  # trials paused by a tentative verdict, not yet back
-        self._withdrawn = False  # did a failed test end the tentative verdicts?
-        self._late = False  # too late for the test to act: no trial goes untested any more
         self._first_pair: tuple[float, int] | None = None  # (time, pairs) at the lowest rung
+
+    @property
+    def trusted(self) -> list[bool]:
+        """Which rungs judge, lowest first: the lowest as its state says, the others as
+        their tests found (the top rung always)."""
+        return [self.current.judges, *self._above]
+
+    def _move(self, name: str) -> None:
+        self.current = move(self.current, name)
 
     def first(self) -> int:
         """Index of the lowest trusted rung: the first that judges."""
-        return self._first
+        return self.trusted.index(True)
 
     def mode(self) -> str:
         """``"trust"`` once the lowest rung judges, else ``"doubt"``."""
-        return "trust" if self._first == 0 else "doubt"
+        return "trust" if self.current.judges else "doubt"
 
     def pair(self, low: Rung, high: Rung, i: int, now: float = 0.0) -> bool:
         """One more trial reached rung i + 1 after rung i at time ``now``; True when rung i
@@ -154,11 +170,12 @@ class Trust:
         self.agreement[i] = (auc, len(both))
         if kept and paused:
             self._needed[i] = needed_auc(kept, paused, self.z, self.floor)
-        self.trusted[i] = trusted(auc, kept, paused, self.z, self.floor)
-        if i == 0 and not self.trusted[0] and kept and paused:
-            self._withdrawn = self._withdrawn or self.tentative_on()
-        self._first = self.trusted.index(True)
-        return self.trusted[i]
+        held = trusted(auc, kept, paused, self.z, self.floor)
+        if i:
+            self._above[i - 1] = held
+        elif held or kept and paused:  # an even test (no trial kept, or none paused): no move
+            self._move("pass" if held else "fail")
+        return held
 
     def next_test_in(self, now: float) -> float | None:
         """Seconds from ``now`` to the lowest rung's next test, at the pace its pairs have
@@ -173,7 +190,7 @@ class Trust:
 
     def tentative_on(self) -> bool:
         """Does the lowest rung judge tentatively now ("auto", in doubt, no test failed)?"""
-        return self.early_signal == "auto" and not self.trusted[0] and not self._withdrawn
+        return self.current.tentative
 
     def tentative(
         self,
@@ -191,10 +208,10 @@ class Trust:
         the deadline leaves it time to act), or it is at or above ``cutoff``, the rung's
         cutoff before its value (None: too few values). Call once per trial, at its first
         value there; a trial it pauses is :meth:`hold`'s to keep."""
-        if not self.tentative_on() or tid not in low:
+        if not self.current.tentative or tid not in low:
             return None
         self._arrived += 1
-        self._late = not testable
+        self._move("arrive" if testable else "arrive_late")
         untested = testable and self._arrived % self.audit == 0
         if untested or cutoff is None or not value < cutoff:
             return None
@@ -218,7 +235,7 @@ class Trust:
         its order backwards (AUC below one half); None before a failed test, or when none is
         left paused. Asking again gives the same answer until that trial runs
         (:meth:`release`)."""
-        if not self._withdrawn or self.trusted[0]:
+        if self.current is not TrustState.WITHDRAWN:
             return None
         backwards = self.agreement.get(0, (0.5, 0))[0] < 0.5
         waiting = [t for t in self._held if t in paused]
@@ -233,7 +250,7 @@ class Trust:
         ``value`` (higher is better) no better than the value it recorded there, while that
         rung is in doubt; None when it gained, or the rung judges anyway. The reason shows
         the values times ``sign`` (−1 for a metric to minimise: its own units)."""
-        if not self.pause_stalled or self.trusted[0] or tid not in low:
+        if not self.pause_stalled or self.current.judges or tid not in low:
             return None
         if epoch != low.milestone + 1 or not value <= low.recorded[tid]:
             return None
@@ -248,43 +265,22 @@ class Trust:
         makes every rung judge; ``"doubt"`` puts the lowest rungs (``probation`` of them, at
         least one) back on probation, to earn trust at their next test; ``"auto"`` keeps
         things as they stand. True when the first judging rung moved."""
-        before = self._first
-        if early_signal == "trust":
-            self.trusted = [True] * len(self.trusted)
-        elif early_signal == "doubt":
-            doubted = min(max(self.probation, 1), len(self.trusted) - 1)
-            self.trusted = [i >= doubted for i in range(len(self.trusted))]
-            self._doubted = self._doubted or doubted > 0
-        if early_signal != "auto":
-            self.early_signal = early_signal
-        self._first = self.trusted.index(True)
-        return self._first != before
+        check_early_signal(early_signal)
+        if early_signal == "auto":
+            return False
+        before = self.first()
+        doubted = 0 if early_signal == "trust" else min(max(self.probation, 1), len(self.seen) - 1)
+        self._above = [i >= doubted for i in range(1, len(self.milestones))]
+        self._move(early_signal)
+        self.early_signal = early_signal
+        return self.first() != before
 
     def state(self) -> str:
         """The mode and why, in one line: "doubt: epoch 1 judges tentatively, 1 trial in 4
         untested, until its verdicts hold at epoch 4 (3 of 8 pairs)", "doubt: epoch 1 not yet
         shown to predict epoch 4 (AUC 0.58 < 0.71 over 8 pairs); tentative verdicts
         withdrawn", "trust: epoch 1's verdicts held at epoch 4 (…)"."""
-        low = f"epoch {epoch_number(self.milestones[0])}"
-        if len(self.milestones) == 1:
-            return f"trust: {low} is the only epoch judged"
-        if self.early_signal == "trust":
-            return f"trust: {low} judges from the start (early_signal='trust')"
-        if not self._doubted:
-            return f"trust: {low} judges from the start (no epoch on probation)"
-        if self.tentative_on():
-            high = f"epoch {epoch_number(self.milestones[1])}"
-            if self._late:
-                return (
-                    f"doubt: {low} judges tentatively, too near the deadline to test it "
-                    f"against {high} ({self.seen[0]} of {self.pairs} pairs)"
-                )
-            return (
-                f"doubt: {low} judges tentatively, 1 trial in {self.audit} untested, until its "
-                f"verdicts hold at {high} ({self.seen[0]} of {self.pairs} pairs)"
-            )
-        withdrawn = "; tentative verdicts withdrawn" if self._withdrawn else ""
-        return f"{self.mode()}: {self._evidence()}{withdrawn}"
+        return account(self.current, self._words())
 
     def short(self) -> str:
         """:meth:`state` for the policy line, in the user's words: "doubting epoch 1: 58%
@@ -293,34 +289,40 @@ class Trust:
         1: 100% agreement with epoch 4", "trusting epoch 1, as told", "trusting epoch 1 for
         now, testing it at epoch 4" (tentative verdicts), "trusting epoch 1, too late to test
         it at epoch 4" (too near the deadline)."""
+        return short(self.current, self._words())
+
+    def _words(self) -> dict[str, object]:
+        """What fills in :meth:`state` and :meth:`short` (see :func:`~._trust_states.account`)."""
         low = f"epoch {epoch_number(self.milestones[0])}"
-        verb = "trusting" if self.mode() == "trust" else "doubting"
-        if len(self.milestones) == 1 or not self._doubted and self.early_signal != "trust":
-            return f"{verb} {low}"
-        if self.early_signal == "trust":
-            return f"{verb} {low}, as told"
+        if len(self.milestones) == 1:
+            return {"low": low}
         high = f"epoch {epoch_number(self.milestones[1])}"
-        if self.tentative_on():
-            if self._late:
-                return f"trusting {low}, too late to test it at {high}"
-            return f"trusting {low} for now, testing it at {high}"
+        return {
+            "low": low, "high": high, "audit": self.audit, "seen": self.seen[0],
+            "pairs": self.pairs, "evidence": self._evidence(low, high),
+            "agreement": self._agreement(low, high),
+        }  # fmt: skip
+
+    def _agreement(self, low: str, high: str) -> str:
+        """The lowest rung's last test in the user's words: "doubting epoch 1: 58% agreement
+        with epoch 4, 71% needed"."""
+        verb = "trusting" if self.current.judges else "doubting"
         if 0 not in self.agreement:
             return f"{verb} {low} until it predicts {high}"
         agreed = f"{verb} {low}: {self.agreement[0][0]:.0%} agreement with {high}"
         needed = self._needed.get(0)
-        return agreed if self.trusted[0] or needed is None else f"{agreed}, {needed:.0%} needed"
+        return agreed if self.current.judges or needed is None else f"{agreed}, {needed:.0%} needed"
 
     def _bar(self) -> str:
         """The AUC the lowest rung's last test needed, as " > 0.71" (held) or " < 0.71"."""
         needed = self._needed.get(0)
-        return "" if needed is None else f" {'>' if self.trusted[0] else '<'} {needed:.2f}"
+        return "" if needed is None else f" {'>' if self.current.judges else '<'} {needed:.2f}"
 
-    def _evidence(self) -> str:
+    def _evidence(self, low: str, high: str) -> str:
         """What the lowest rung's last test found (or how far it is from its first)."""
-        low, high = (f"epoch {epoch_number(m)}" for m in self.milestones[:2])
         if 0 not in self.agreement:
             return f"{low} not yet shown to predict {high} ({self.seen[0]} of {self.pairs} pairs)"
         auc, n = self.agreement[0]
-        if self.trusted[0]:
+        if self.current.judges:
             return f"{low}'s verdicts held at {high} (AUC {auc:.2f}{self._bar()} over {n} pairs)"
         return f"{low} not yet shown to predict {high} (AUC {auc:.2f}{self._bar()} over {n} pairs)"

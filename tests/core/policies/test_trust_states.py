@@ -1,0 +1,278 @@
+"""Rule 2's states and moves (hypersched_nb/core/policies/_trust_states.py): the table, each
+legal move made through ``Trust`` as the policy makes it, and what the policy line says."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from hypersched_nb.core.policies._rungs import Rung
+from hypersched_nb.core.policies._trust import Trust
+from hypersched_nb.core.policies._trust_states import TRANSITIONS, TrustState, initial, move
+from hypersched_nb.errors import ConfigError, InvalidTransition
+
+S = TrustState
+
+#: The specification: every legal move, as "STATE --move--> NEW".
+LEGAL = """
+ONLY --trust--> ONLY
+ONLY --doubt--> ONLY
+TOLD --trust--> TOLD
+TOLD --doubt--> DOUBT
+UNDOUBTED --trust--> TOLD
+UNDOUBTED --doubt--> DOUBT
+TENTATIVE --arrive--> TENTATIVE
+TENTATIVE --arrive_late--> LATE
+TENTATIVE --pass--> EARNED
+TENTATIVE --fail--> WITHDRAWN
+TENTATIVE --trust--> TOLD
+TENTATIVE --doubt--> DOUBT
+LATE --arrive--> TENTATIVE
+LATE --arrive_late--> LATE
+LATE --pass--> EARNED
+LATE --fail--> WITHDRAWN
+LATE --trust--> TOLD
+LATE --doubt--> DOUBT
+DOUBT --pass--> EARNED
+DOUBT --fail--> DOUBT
+DOUBT --trust--> TOLD
+DOUBT --doubt--> DOUBT
+WITHDRAWN --pass--> EARNED_AFTER_WITHDRAWAL
+WITHDRAWN --fail--> WITHDRAWN
+WITHDRAWN --trust--> TOLD_AFTER_WITHDRAWAL
+WITHDRAWN --doubt--> WITHDRAWN
+EARNED --trust--> TOLD
+EARNED --doubt--> DOUBT
+EARNED_AFTER_WITHDRAWAL --trust--> TOLD_AFTER_WITHDRAWAL
+EARNED_AFTER_WITHDRAWAL --doubt--> WITHDRAWN
+TOLD_AFTER_WITHDRAWAL --trust--> TOLD_AFTER_WITHDRAWAL
+TOLD_AFTER_WITHDRAWAL --doubt--> WITHDRAWN
+"""
+
+
+def legal_moves() -> list[tuple[TrustState, str, TrustState]]:
+    out = []
+    for line in LEGAL.split("\n"):
+        if line:
+            state, rest = line.split(" --")
+            name, new = rest.split("--> ")
+            out.append((S[state], name, S[new]))
+    return out
+
+
+MOVES = sorted({name for row in TRANSITIONS.values() for name in row})
+_tid = itertools.count(1000)
+
+
+def make(early_signal="auto", *, probation=1, milestones=(1, 4, 16)):
+    rungs = [Rung(m, 4) for m in milestones]
+    trust = Trust(
+        rungs, probation=probation, pairs=8, z=1.645, floor=0.5, eta=4, early_signal=early_signal
+    )
+    return trust, rungs
+
+
+def feed(trust, rungs, pairs):
+    """Trials that reached epoch 1 with ``low`` and then epoch 4 with ``high``."""
+    low, high = rungs[:2]
+    for a, b in pairs:
+        tid = next(_tid)
+        low.record(tid, a)
+        high.record(tid, b)
+        trust.pair(low, high, 0)
+
+
+# Eight pairs each: the first test (at 8) passes on AGREE and fails on REVERSED; after
+# REVERSED, the second test (at 16) passes on RECOVER and fails on WORSE.
+AGREE = [(i / 100, 0.5 + i / 100) for i in range(8)]
+REVERSED = [(i / 100, 0.57 - i / 100) for i in range(8)]
+RECOVER = [(0.5 + i / 100, 0.9 + i / 100) for i in range(8)]
+WORSE = [(0.1 + i / 100, 0.47 - i / 100) for i in range(8)]
+
+
+def arrive(trust, rungs, *, testable):
+    tid = next(_tid)
+    rungs[0].record(tid, 0.0)
+    return trust.tentative(rungs[0], tid, 0.0, 0.5, testable=testable)
+
+
+def reach(state: TrustState):
+    """A ``Trust`` brought to ``state`` by the calls the policy makes."""
+    starts = {
+        S.ONLY: {"milestones": (1,)},
+        S.TOLD: {"early_signal": "trust", "probation": 0},
+        S.UNDOUBTED: {"probation": 0},
+        S.DOUBT: {"early_signal": "doubt"},
+    }
+    trust, rungs = make(**starts.get(state, {}))
+    if state is S.LATE:
+        arrive(trust, rungs, testable=False)
+    if state is S.EARNED:
+        feed(trust, rungs, AGREE)
+    if state in (S.WITHDRAWN, S.EARNED_AFTER_WITHDRAWAL, S.TOLD_AFTER_WITHDRAWAL):
+        feed(trust, rungs, REVERSED)
+    if state is S.EARNED_AFTER_WITHDRAWAL:
+        feed(trust, rungs, RECOVER)
+    if state is S.TOLD_AFTER_WITHDRAWAL:
+        trust.tell("trust")
+    assert trust.current is state
+    return trust, rungs
+
+
+def perform(trust, rungs, name):
+    """Make move ``name`` as the policy would."""
+    if name in ("arrive", "arrive_late"):
+        arrive(trust, rungs, testable=name == "arrive")
+    elif name in ("trust", "doubt"):
+        trust.tell(name)
+    elif trust.seen[0] == 0:
+        feed(trust, rungs, AGREE if name == "pass" else REVERSED)
+    else:
+        feed(trust, rungs, RECOVER if name == "pass" else WORSE)
+
+
+def test_the_table_is_the_specification():
+    table = [(state, name, new) for state, row in TRANSITIONS.items() for name, new in row.items()]
+    assert sorted(table, key=str) == sorted(legal_moves(), key=str)  # no more, no fewer
+    assert set(TRANSITIONS) == set(TrustState)  # every state has its row
+
+
+@pytest.mark.parametrize("state, name, new", legal_moves(), ids=lambda v: getattr(v, "name", v))
+def test_each_legal_move_is_made_by_the_policys_own_calls(state, name, new):
+    trust, rungs = reach(state)
+    perform(trust, rungs, name)
+    assert trust.current is new
+    assert trust.trusted[0] is new.judges  # the lowest rung judges as its state says
+    assert trust.tentative_on() is new.tentative
+    assert trust.mode() == ("trust" if new.judges else "doubt")
+
+
+@pytest.mark.parametrize(
+    "state, name",
+    [(s, m) for s in TrustState for m in MOVES if m not in TRANSITIONS[s]],
+    ids=lambda v: getattr(v, "name", v),
+)
+def test_every_other_move_is_illegal_and_names_the_state(state, name):
+    with pytest.raises(InvalidTransition, match=f"^rule 2: can't {name} when state={state.name}$"):
+        move(state, name)
+
+
+def test_an_illegal_move_reads_as_one_line():
+    with pytest.raises(InvalidTransition) as err:
+        move(S.EARNED, "fail")  # an earned rung is never tested again
+    assert str(err.value) == "rule 2: can't fail when state=EARNED"
+
+
+@pytest.mark.parametrize(
+    "rungs, early_signal, probation, state",
+    [
+        (1, "auto", 1, S.ONLY),  # the top rung is never on probation
+        (3, "trust", 0, S.TOLD),
+        (3, "auto", 0, S.UNDOUBTED),
+        (3, "doubt", 0, S.UNDOUBTED),
+        (3, "auto", 1, S.TENTATIVE),
+        (3, "doubt", 2, S.DOUBT),
+    ],
+)
+def test_a_search_starts_where_its_settings_say(rungs, early_signal, probation, state):
+    assert initial(rungs=rungs, early_signal=early_signal, probation=probation) is state
+
+
+def test_an_even_test_moves_nothing():
+    trust, rungs = make()
+    feed(trust, rungs, [(0.5, 0.5)] * 8)  # all tie at epoch 1: none paused to compare
+    assert trust.current is S.TENTATIVE and trust.agreement[0] == (0.5, 8)
+
+
+def test_only_a_failed_tentative_test_owes_the_paused_a_return():
+    withdrawn, rungs = reach(S.WITHDRAWN)
+    tid = min(rungs[0].recorded)
+    withdrawn.hold(tid)  # a trial the tentative verdicts paused
+    assert withdrawn.owed(rungs[0], {tid}) == tid
+    withdrawn.tell("trust")
+    assert withdrawn.owed(rungs[0], {tid}) is None  # told to trust: nobody is owed
+    withdrawn.tell("doubt")
+    assert withdrawn.current is S.WITHDRAWN  # the failed test is remembered
+    assert withdrawn.owed(rungs[0], {tid}) == tid
+    doubt, rungs = reach(S.DOUBT)
+    feed(doubt, rungs, REVERSED)
+    tid = min(rungs[0].recorded)
+    doubt.hold(tid)
+    assert doubt.current is S.DOUBT and doubt.owed(rungs[0], {tid}) is None  # none tentative
+
+
+def test_told_auto_keeps_things_as_they_stand():
+    for state in TrustState:
+        trust, _ = reach(state)
+        assert trust.tell("auto") is False and trust.current is state
+
+
+def test_the_policy_line_is_read_from_the_state():
+    told = (
+        "trust: epoch 1 judges from the start (early_signal='trust')",
+        "trusting epoch 1, as told",
+    )
+    pending = "(0 of 8 pairs)"
+    lines = {
+        S.ONLY: ("trust: epoch 1 is the only epoch judged", "trusting epoch 1"),
+        S.TOLD: told,
+        S.UNDOUBTED: (
+            "trust: epoch 1 judges from the start (no epoch on probation)",
+            "trusting epoch 1",
+        ),
+        S.TENTATIVE: (
+            "doubt: epoch 1 judges tentatively, 1 trial in 4 untested, until its verdicts hold "
+            f"at epoch 4 {pending}",
+            "trusting epoch 1 for now, testing it at epoch 4",
+        ),
+        S.LATE: (
+            "doubt: epoch 1 judges tentatively, too near the deadline to test it against "
+            f"epoch 4 {pending}",
+            "trusting epoch 1, too late to test it at epoch 4",
+        ),
+        S.DOUBT: (
+            f"doubt: epoch 1 not yet shown to predict epoch 4 {pending}",
+            "doubting epoch 1 until it predicts epoch 4",
+        ),
+        S.WITHDRAWN: (
+            "doubt: epoch 1 not yet shown to predict epoch 4 (AUC 0.00 < 0.91 over 8 pairs); "
+            "tentative verdicts withdrawn",
+            "doubting epoch 1: 0% agreement with epoch 4, 91% needed",
+        ),
+        S.EARNED: (
+            "trust: epoch 1's verdicts held at epoch 4 (AUC 1.00 > 0.91 over 8 pairs)",
+            "trusting epoch 1: 100% agreement with epoch 4",
+        ),
+        S.EARNED_AFTER_WITHDRAWAL: (
+            "trust: epoch 1's verdicts held at epoch 4 (AUC 1.00 > 0.78 over 16 pairs); "
+            "tentative verdicts withdrawn",
+            "trusting epoch 1: 100% agreement with epoch 4",
+        ),
+        S.TOLD_AFTER_WITHDRAWAL: told,
+    }
+    assert set(lines) == set(TrustState)
+    for state, (line, short) in lines.items():
+        trust, _ = reach(state)
+        assert (trust.state(), trust.short()) == (line, short), state
+
+
+def test_told_trust_needs_no_rung_on_probation_and_a_word_it_knows():
+    with pytest.raises(ConfigError, match="`probation` is 1, but must be 0 with early_signal="):
+        make("trust", probation=1)
+    trust, _ = make()
+    with pytest.raises(ConfigError, match="`early_signal` is 'sure', but must be one of"):
+        trust.tell("sure")
+    assert trust.current is S.TENTATIVE and trust.early_signal == "auto"  # nothing changed
+
+
+def test_higher_rungs_on_probation_keep_their_own_verdict():
+    trust, rungs = make("doubt", probation=2, milestones=(1, 4, 16, 64))
+    assert trust.trusted == [False, False, True, True] and trust.first() == 2
+    for tid in range(8):  # eight trials reach epoch 16 after epoch 4, in the same order
+        rungs[1].record(tid, tid / 10)
+        rungs[2].record(tid, 1 + tid / 10)
+        trust.pair(rungs[1], rungs[2], 1)
+    assert trust.trusted == [False, True, True, True] and trust.current is S.DOUBT
+    assert trust.tell("doubt") is True  # back on probation, both
+    assert trust.trusted == [False, False, True, True]
