@@ -8,7 +8,7 @@ reads them only through an :class:`Inputs`, so that a live search can hand each 
 journal as it happens (``record``), and a resumed search can be fed the journal's, in the
 same order, before it goes on live (:class:`~hypersched_nb.experiment.journal.Replay`).
 
-Records (plain dicts, JSON-ready):
+Records (plain dicts, JSON-ready; their kinds are :class:`~hypersched_nb.experiment._records.RecordKind`'s):
 
 - ``{"k": "start", "t": 0.0, "workers": 4}``: the clock and the cluster when the driver is made;
 - ``{"k": "now", "t": 12.5}``, with ``"deadline"`` when it moved and ``"stop"`` (its reason)
@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from hypersched_nb.experiment._records import RecordKind
 
 __all__ = ["Inputs", "Moment"]
 
@@ -56,14 +58,14 @@ class Inputs:
         """The clock and the cluster's size when the driver is made."""
         now, workers = self.clock.now(), self.runtime.workers()
         if self.record is not None:
-            self.record({"k": "start", "t": now, "workers": workers})
+            self.record({"k": RecordKind.START, "t": now, "workers": workers})
         return now, workers
 
     def moment(self, deadline: float, stop: str | None) -> Moment:
         """Now, with the deadline and the stop request as they stand (set from outside)."""
         now = self.clock.now()
         if self.record is not None:
-            entry: dict = {"k": "now", "t": now}
+            entry: dict = {"k": RecordKind.NOW, "t": now}
             if deadline != self._deadline:
                 entry["deadline"] = self._deadline = deadline
             if stop and not self._stop:
@@ -75,7 +77,7 @@ class Inputs:
         """The runtime's events up to ``until`` (see ``Runtime.advance``)."""
         events = self.runtime.advance(until)
         if self.record is not None and events:
-            self.record({"k": "events", "events": [e.as_dict() for e in events]})
+            self.record({"k": RecordKind.EVENTS, "events": [e.as_dict() for e in events]})
         return events
 
     def scaled(self, asked: int) -> int:
@@ -84,18 +86,18 @@ class Inputs:
         as they arrive (the runtime's ``WorkersChanged``)."""
         workers = self.runtime.workers()
         if self.record is not None and workers != asked:
-            self.record({"k": "scaled", "workers": workers})
+            self.record({"k": RecordKind.SCALED, "workers": workers})
         return workers
 
     def offer(self) -> dict | None:
         """The next configuration to offer, None once there are no more."""
         config = next(self.offers, None)
         if self.record is not None:
-            self.record({"k": "offer", "config": config})
+            self.record({"k": RecordKind.OFFER, "config": config})
         return config
 
     def decided(self, entry: dict) -> None:
         """A decision the driver logged (time, trial, action, reason), journaled with the
         inputs that led to it."""
         if self.record is not None:
-            self.record({"k": "decision", **entry})
+            self.record({"k": RecordKind.DECISION, **entry})

@@ -24,6 +24,7 @@ from hypersched_nb.core.events import (
     TrialHalted,
     WorkersChanged,
 )
+from hypersched_nb.experiment._records import RecordKind
 from hypersched_nb.experiment.snapshot import Allocation
 
 __all__ = ["Gate", "Observed"]
@@ -116,7 +117,7 @@ class Observed:
     def _sized(self, t: float, workers: int) -> None:
         self.capacity.append((t, workers))
         if self.record is not None:
-            self.record({"k": "capacity", "t": t, "workers": workers})
+            self.record({"k": RecordKind.CAPACITY, "t": t, "workers": workers})
 
     def _hold(self, t: float, tid: int, workers: int) -> None:
         if self.holding.get(tid, 0) == workers:
@@ -125,4 +126,4 @@ class Observed:
         self.peak[tid] = max(self.peak.get(tid, 0), workers)
         self.allocation.append(Allocation(t, tid, workers))
         if self.record is not None:
-            self.record({"k": "hold", "t": t, "trial": tid, "workers": workers})
+            self.record({"k": RecordKind.HOLD, "t": t, "trial": tid, "workers": workers})

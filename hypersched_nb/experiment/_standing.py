@@ -65,9 +65,6 @@ class Standing:
         return any(t.metrics for t in self.trials)
 
 
-_TIES = ("runtime", "clock", "inputs", "listener", "journal", "context")
-
-
 class _Detaching(pickle.Pickler):
     """Pickles a driver but names, instead of copying, what ties it to its search."""
 
@@ -93,9 +90,7 @@ class _Attaching(pickle.Unpickler):
 def detach(driver: Driver, *, now: float, offers_left: int | None) -> Standing:
     """The search ``driver`` runs, as it stands at ``now``: call it between two of the
     driver's turns (under the search's gate); the driver is read, never written."""
-    tied = (driver.runtime, driver.clock, driver._inputs, driver._on_trial_over)
-    tied += (driver.outcome.journal, driver._ctx_now)
-    ties = {id(obj): name for obj, name in zip(tied, _TIES, strict=True) if obj is not None}
+    ties = {id(obj): name for name, obj in driver.ties().items() if obj is not None}
     buffer = io.BytesIO()
     _Detaching(buffer, ties).dump(driver)
     scaling = driver.scaling
@@ -105,7 +100,7 @@ def detach(driver: Driver, *, now: float, offers_left: int | None) -> Standing:
         now=float(now), deadline=float(driver.deadline), workers=int(driver.capacity),
         best=float(driver.outcome.best), mode=driver.mode, max_epochs=int(driver.max_epochs),
         scaling=scaling, startup=startup, trials=trials,
-        offers_left=offers_left if driver._offers_left else 0, driver=buffer.getvalue(),
+        offers_left=offers_left if driver.offering else 0, driver=buffer.getvalue(),
         policy=str(getattr(driver.policy, "name", type(driver.policy).__name__)),
         early_signal=getattr(driver.policy, "early_signal", None),
     )  # fmt: skip
@@ -160,7 +155,7 @@ def offers_left(source) -> int | None:
         return None
     if bound >= 0:
         return max(0, bound - source.offered)
-    n = operator.length_hint(getattr(source, "_it", source), -1)  # a ListSource's list
+    n = operator.length_hint(source, -1)  # a ListSource's list
     return None if n < 0 else n
 
 
@@ -168,6 +163,6 @@ def attach(standing: Standing, *, runtime, clock, offers) -> Driver:
     """A fresh copy of the detached driver, tied to a run's own runtime, clock and offers
     (with no listener, an empty journal and no cached context)."""
     inputs = Inputs(clock, runtime, offers, record=None)
-    ties = {"runtime": runtime, "clock": clock, "inputs": inputs, "listener": None}
+    ties = {"runtime": runtime, "clock": clock, "inputs": inputs, "over": None, "paused": None}
     ties |= {"journal": [], "context": None}
     return _Attaching(io.BytesIO(standing.driver), ties).load()

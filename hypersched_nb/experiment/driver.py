@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Protocol
 
 from hypersched_nb.core.clock import Clock
 from hypersched_nb.core.context import PolicyContext
@@ -27,7 +25,6 @@ from hypersched_nb.core.events import (
     Continue,
     DeadlineChanged,
     Event,
-    Instruction,
     Pause,
     Resize,
     Result,
@@ -42,50 +39,26 @@ from hypersched_nb.core.policies import Policy
 from hypersched_nb.core.scaling import NONE, ScalingCurve
 from hypersched_nb.core.trial import Trial, TrialEnding, TrialState, transition
 from hypersched_nb.experiment._inputs import Inputs
+from hypersched_nb.experiment._outcome import Outcome, Runtime, granted
 
 __all__ = ["Driver", "Outcome", "Runtime"]
 
 _RUNNING, _PENDING, _PAUSED = TrialState.RUNNING, TrialState.PENDING, TrialState.PAUSED
 _CONTINUE, _PAUSE = Decision.CONTINUE, Decision.PAUSE
 _isfinite = math.isfinite
+
+
 # PolicyContext is a named tuple made at every turn of the loop: built as the tuple it is,
 # from all its fields in order, it skips the Python call of its generated constructor.
 _tuple_new = tuple.__new__
 
 
-class Runtime(Protocol):
-    """Where trials really (or virtually) train."""
-
-    def workers(self) -> int:
-        """Workers in the cluster now."""
-
-    def execute(self, instruction: Instruction) -> None:
-        """Carry out one instruction (never blocks on training)."""
-
-    def advance(self, until: float) -> list[Event]:
-        """Events that happen no later than ``until``: returns as soon as there are some
-        (the clock then reads their time) or when the clock reaches ``until``."""
-
-
-@dataclass
-class Outcome:
-    """What a finished search reports (the benchmark's JSON row comes from it)."""
-
-    best: float = math.nan  # best raw metric reported before the deadline
-    best_trial: int | None = None
-    trials_started: int = 0
-    worker_seconds_busy: float = 0.0
-    time_to_target: float | None = None
-    ended_at: float = 0.0
-    worker_seconds_billed: float = 0.0  # ∫ cluster size dt from the start to ended_at
-    journal: list[dict] = field(default_factory=list)
-
-
 class Driver:
     """Runs one search. ``offers`` yields configurations (None when there are no more);
-    ``on_trial_over(trial, ending)`` hears of every trial whose run is over, and how.
-    ``inputs`` (default: ``clock``, ``runtime`` and ``offers`` read live, unrecorded) is
-    where the loop reads what comes from outside it."""
+    ``on_trial_over(trial, ending)`` hears of every trial whose run is over, and how (a
+    string it returns is a reason to stop the search), ``on_trial_paused(trial)`` of every
+    trial paused; ``inputs`` (default: ``clock``, ``runtime`` and ``offers`` read live,
+    unrecorded) is where the loop reads what comes from outside it."""
 
     def __init__(
         self,
@@ -100,7 +73,8 @@ class Driver:
         scaling: ScalingCurve = NONE,
         target: float | None = None,
         journal: bool = False,
-        on_trial_over: Callable[[Trial, TrialEnding], None] | None = None,
+        on_trial_over: Callable[[Trial, TrialEnding], str | None] | None = None,
+        on_trial_paused: Callable[[Trial], None] | None = None,
         max_workers: int | None = None,
         cost_budget: float | None = None,
         inputs: Inputs | None = None,
@@ -109,8 +83,8 @@ class Driver:
         self._inputs = inputs or Inputs(clock, runtime, offers, record=None)
         self.deadline = self._deadline = float(deadline)  # asked for / in force this turn
         self.max_epochs, self.mode, self.scaling, self.target = max_epochs, mode, scaling, target
-        self._offers_left = True
-        self._on_trial_over = on_trial_over
+        self.offering = True  # configurations may still be offered: the source has not run out
+        self._on_trial_over, self._on_trial_paused = on_trial_over, on_trial_paused
         self._sign = 1.0 if mode == "max" else -1.0
         self.trials: dict[int, Trial] = {}
         self.pending: dict[int, Trial] = {}
@@ -135,10 +109,7 @@ class Driver:
         self._journal = journal
         self._stop_requested = self._stopping = None  # why a stop was asked / seen this turn
         self._continue: dict[int, Continue] = {}  # trial -> its Continue (a value: reused)
-        # the context handed to the policy, reused while nothing it holds by value changed:
-        # _ctx() rebuilds it when the clock or the deadline moved; every change of workers
-        # held, cluster size, offers left or billing sets it to None (see _changed)
-        self._ctx_now: PolicyContext | None = None
+        self._ctx_now: PolicyContext | None = None  # the policy's context, reused (see _ctx)
 
     # ------------------------------------------------------------------ the loop
 
@@ -154,9 +125,9 @@ class Driver:
             wake = self._wakeup()
             until = self._deadline if wake is None else min(self._deadline, max(wake, now))
             events = advance(until)
-            # read after the wait: a deadline moved closer meanwhile (the notebook's slider)
-            # may fall before what it returns. Past the deadline in force an event is
-            # dropped, here and nowhere else, so nothing reported after it ever counts.
+            # read after the wait: a deadline moved closer meanwhile (the slider) may fall
+            # before what it returns. Past the deadline in force an event is dropped, here
+            # and nowhere else, so nothing reported after it ever counts.
             moment()
             deadline = self._deadline
             for event in events:
@@ -174,6 +145,15 @@ class Driver:
         """The context the policy would be handed now (for observers, e.g. its describe())."""
         return self._ctx()
 
+    def ties(self) -> dict[str, object]:
+        """What ties this driver to its search rather than being its state: a detached
+        copy (a forecast's) is given its own in their place."""
+        return {
+            "runtime": self.runtime, "clock": self.clock, "inputs": self._inputs,
+            "over": self._on_trial_over, "paused": self._on_trial_paused,
+            "journal": self.outcome.journal, "context": self._ctx_now,
+        }  # fmt: skip
+
     def request_stop(self, reason: str = "stopped by the user") -> None:
         """Ask the loop to end at its next turn (from another thread); ``reason`` is what
         the trials still running are told."""
@@ -187,8 +167,6 @@ class Driver:
             self.deadline = self._deadline = m.deadline
             self._changed()
         return m.now
-
-    # ------------------------------------------------------------------ events
 
     def _handle(self, event: Event) -> None:
         """Every event but a Result (which :meth:`run` hands to :meth:`_on_result`)."""
@@ -209,13 +187,13 @@ class Driver:
                 trial = self.trials[tid]
                 if trial.state is _RUNNING:
                     self._leave_running(trial, "WorkerLost", event.time, "its worker was lost")
-                    self.paused[tid] = trial
+                    self._pause(trial)
             self._log(event.time, None, "WorkersChanged", f"{event.workers} workers")
         elif type(event) is TrialHalted:
             trial = self.trials[event.trial_id]
             if trial.state is _RUNNING:
                 self._leave_running(trial, "Halted", event.time, event.reason)
-                self.paused[trial.trial_id] = trial
+                self._pause(trial)
         elif type(event) is DeadlineChanged:
             self.deadline = self._deadline = max(event.deadline, event.time)  # past means now
             self._log(event.time, None, "DeadlineChanged", f"deadline moved to {self.deadline:g}")
@@ -262,7 +240,7 @@ class Driver:
                 self._resize(trial, want, now, verdict.reason)
         elif decision is _PAUSE:
             self._leave_running(trial, "Pause", now, verdict.reason or "paused")
-            self.paused[tid] = trial
+            self._pause(trial)
             self.runtime.execute(Pause(tid))
         else:
             self._end(trial, Stop(tid), now, verdict.reason or "stopped")
@@ -291,7 +269,7 @@ class Driver:
         while self.capacity > self._held:  # a worker is free
             trial = policy.choose_trial_to_run(self._ctx())
             if trial is None:
-                had_offers = self._offers_left  # if they just ran out, the policy may now choose
+                had_offers = self.offering  # if they just ran out, the policy may now choose
                 if self.pending or not (self._offer() or had_offers):
                     break
                 trial = policy.choose_trial_to_run(self._ctx())
@@ -315,19 +293,7 @@ class Driver:
                 self._trial_over(trial, TrialEnding.RETIRED)
 
     def _set_targets(self, targets) -> None:
-        """Keep every requested shrink; grant grows in the policy's order while workers last."""
-        self.targets = {}
-        spare = self.capacity - sum(t.workers for t in self.running.values())
-        for tid, want in targets.items():
-            trial = self.running.get(tid)
-            if trial is not None and want < trial.workers:
-                self.targets[tid] = max(1, want)
-        for tid, want in targets.items():
-            trial = self.running.get(tid)
-            if trial is not None and want > trial.workers and spare > 0:
-                grant = min(want, trial.workers + spare)
-                spare -= grant - trial.workers
-                self.targets[tid] = grant
+        self.targets = granted(targets, self.running, self.capacity)
         self._held = sum(max(t.workers, self.targets.get(i, 0)) for i, t in self.running.items())
         self._changed()
 
@@ -354,11 +320,11 @@ class Driver:
         return self.capacity - self._held
 
     def _offer(self) -> bool:
-        if not self._offers_left:
+        if not self.offering:
             return False
         config = self._inputs.offer()
         if config is None:
-            self._offers_left = False
+            self.offering = False
             self._changed()
             return False
         tid = len(self.trials)
@@ -412,9 +378,16 @@ class Driver:
         trial.stopped_at = now
         self.runtime.execute(stop)
 
+    def _pause(self, trial: Trial) -> None:
+        self.paused[trial.trial_id] = trial
+        if self._on_trial_paused is not None:
+            self._on_trial_paused(trial)
+
     def _trial_over(self, trial: Trial, ending: TrialEnding) -> None:
         if self._on_trial_over is not None:
-            self._on_trial_over(trial, ending)
+            why = self._on_trial_over(trial, ending)
+            if isinstance(why, str):
+                self.request_stop(why)
 
     def _finish(self) -> None:
         now = min(self.clock.now(), self._deadline)
@@ -427,19 +400,17 @@ class Driver:
         self._bill(now)
         self.outcome.worker_seconds_billed = self._billed
         if self._elastic and self.capacity > 0:  # the search is over: give the workers back
-            why = (
-                "nothing left to train" if not (self._stopping or now >= self._deadline) else reason
-            )
+            over = self._stopping or now >= self._deadline
+            why = reason if over else "nothing left to train"
             self._log(now, None, "ScaleCluster", f"{self.capacity} -> 0 workers: {why}")
             self.runtime.execute(ScaleCluster(0))
             self.capacity = self._inputs.scaled(0)
 
-    # ------------------------------------------------------------------ helpers
-
     def _ctx(self) -> PolicyContext:
         """The policy's view of this moment (the clock and deadline read last): the one
         built last while they stand where they stood and nothing else it holds by value
-        has changed since (:meth:`_changed`); its mappings are live."""
+        has changed since (every change of workers held, cluster size, offers left or
+        billing calls :meth:`_changed`); its mappings are live."""
         now = self._now
         ctx = self._ctx_now
         if ctx is not None and ctx.now == now and ctx.deadline == self._deadline:
@@ -458,7 +429,7 @@ class Driver:
                 self.mode,
                 self.scaling,
                 self.startups,
-                self._offers_left,
+                self.offering,
                 self.max_workers,
                 self.cost_budget,
                 self._billed + self.capacity * (now - self._billed_at),

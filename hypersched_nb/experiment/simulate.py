@@ -19,7 +19,15 @@ from hypersched_nb.sim.oracle import oracle_best
 from hypersched_nb.sim.runtime import SimRuntime, offers
 from hypersched_nb.sim.trace import Trace
 
-__all__ = ["Replayed", "RunRecord", "SimSettings", "Simulation", "replayed", "simulate"]
+__all__ = [
+    "Replayed",
+    "RunRecord",
+    "SimSettings",
+    "Simulation",
+    "replay_of",
+    "replayed",
+    "simulate",
+]
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,29 @@ class Replayed:
             self.trace, self.offered, workers=self.workers, deadline=deadline,
             max_epochs=self.max_epochs, scaling=self.scaling, startup=self.startup,
         )  # fmt: skip
+
+
+def replay_of(trace, *, workers: int, configs: int, seed: int, max_epochs: int | None,
+              min_epochs: int, eta: float, scaling, startup, target) -> tuple[Replayed, Trace]:  # fmt: skip
+    """What ``Experiment.replay`` runs on: ``trace`` (a name, a path or a loaded trace)
+    replayed with seed ``seed``'s offers; each setting checked in one line."""
+    from hypersched_nb.core.policies import check_budget
+    from hypersched_nb.experiment.settings import check
+    from hypersched_nb.sim.trace import load_trace
+
+    for name, value in (("workers", workers), ("configs", configs), ("seed", seed),
+                        ("min_epochs", min_epochs), ("startup", startup)):  # fmt: skip
+        check(name, value)
+    if max_epochs is not None:  # None: the trace's longest curve
+        check("max_epochs", max_epochs)
+        check_budget(max_epochs, min_epochs)
+    trace = trace if isinstance(trace, Trace) else load_trace(trace)
+    settings = SimSettings(
+        workers=workers, configs=configs, max_epochs=max_epochs, min_epochs=min_epochs,
+        eta=eta, scaling=None if scaling is None else ScalingCurve.parse(scaling),
+        startup=startup, target=target,
+    )  # fmt: skip
+    return replayed(trace, seed, settings), trace
 
 
 def replayed(trace: Trace, seed: int, settings: SimSettings) -> Replayed:

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 
@@ -119,6 +120,7 @@ class OptunaSource(Iterator[dict]):
         )
         self.max_configs = max_configs
         self._asked: list = []  # optuna trial of driver trial i
+        self._told: dict[int, tuple] = {}  # driver trial -> (epochs, state) the sampler heard
 
     def __next__(self) -> dict:
         if self.max_configs is not None and len(self._asked) >= self.max_configs:
@@ -130,32 +132,58 @@ class OptunaSource(Iterator[dict]):
         return {**trial.params, **self.fixed}
 
     def replayed(self, config: dict) -> None:
-        """A configuration this search offered before its kernel died (its journal's):
-        asked again as it was, so that trial ids and what the sampler learns stay the same."""
-        params = {k: v for k, v in config.items() if k in self.distributions}
-        self.study.enqueue_trial(params)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self._asked.append(self.study.ask(self.distributions))
-
-    def tell(self, trial: Trial, *, complete: bool) -> None:
-        """Report a finished driver trial (``complete``: it trained to the end)."""
+        """A configuration this search offered before its kernel died (its journal's),
+        asked again. Fed the same asks and tells in the same order, a seeded sampler draws
+        the same configuration, so the sampler's history and its random state go on from
+        where they were, and what it offers next is new. Where it draws another (a sampler
+        that is not deterministic), that draw is told as failed and the journal's
+        configuration is asked as it was."""
         from optuna.trial import TrialState as OptunaState
 
+        params = _plain({k: v for k, v in config.items() if k in self.distributions})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trial = self.study.ask(self.distributions)
+            if _plain(trial.params) != params:
+                self.study.tell(trial, state=OptunaState.FAIL)
+                self.study.enqueue_trial(params)
+                trial = self.study.ask(self.distributions)
+        self._asked.append(trial)
+
+    def tell(self, trial: Trial, *, complete: bool) -> None:
+        """What ``trial`` has shown reaches the sampler: its per-epoch metrics as
+        intermediate values, COMPLETE (``complete``: it trained to the end) with its best,
+        else PRUNED (stopped, or paused: the sampler learns from it while it waits), or FAIL
+        (it raised or diverged). A trial told before (it was paused) that has shown more
+        since is recorded anew, as Optuna cannot reopen a finished trial."""
         if trial.trial_id >= len(self._asked):
             return  # not one of ours
+        told = self._told.get(trial.trial_id)
+        state = _state(trial, complete)
+        if told == (len(trial.metrics), state):
+            return  # nothing new
+        self._told[trial.trial_id] = (len(trial.metrics), state)
         ask = self._asked[trial.trial_id]
-        finite = [m for m in trial.metrics if math.isfinite(m)]
-        if trial.state is TrialState.ERRORED or not finite or len(finite) < len(trial.metrics):
-            self.study.tell(ask, state=OptunaState.FAIL, skip_if_finished=True)
+        value = _best(trial.metrics, self.study.direction.name) if complete else None
+        if told is None:
+            if state.name != "FAIL":
+                for epoch, metric in enumerate(trial.metrics, 1):
+                    ask.report(metric, epoch)
+            self.study.tell(ask, value, state=state, skip_if_finished=True)
             return
-        for epoch, metric in enumerate(trial.metrics, 1):
-            ask.report(metric, epoch)
-        if complete:
-            best = max(finite) if self.study.direction.name == "MAXIMIZE" else min(finite)
-            self.study.tell(ask, best, skip_if_finished=True)
-        else:
-            self.study.tell(ask, state=OptunaState.PRUNED, skip_if_finished=True)
+        import optuna
+
+        self.study.add_trial(
+            optuna.trial.create_trial(
+                params=ask.params, distributions=ask.distributions, value=value, state=state,
+                intermediate_values=dict(enumerate(trial.metrics, 1)) if state.name != "FAIL" else {},
+            )
+        )  # fmt: skip
+
+    @property
+    def told(self) -> int:
+        """How many of the trials offered the sampler has heard from."""
+        return len(self._told)
 
     @property
     def offered(self) -> int:
@@ -176,6 +204,11 @@ class ListSource(Iterator[dict]):
         self.offered += 1
         return dict(config)
 
+    def __length_hint__(self) -> int:
+        """How many configurations are left, where the list knows (-1 is unknown, an
+        iterator's)."""
+        return operator.length_hint(self._it, -1)
+
     def replayed(self, config: dict) -> None:
         """A configuration offered before (a resumed search's): the list goes on after it."""
         next(self._it, None)
@@ -183,6 +216,27 @@ class ListSource(Iterator[dict]):
 
     def tell(self, trial: Trial, *, complete: bool) -> None:
         """Nothing learns from a fixed list."""
+
+
+def _state(trial: Trial, complete: bool):
+    """The Optuna state a driver trial is told as."""
+    from optuna.trial import TrialState as OptunaState
+
+    finite = all(math.isfinite(m) for m in trial.metrics)
+    if trial.state is TrialState.ERRORED or not trial.metrics or not finite:
+        return OptunaState.FAIL
+    return OptunaState.COMPLETE if complete else OptunaState.PRUNED
+
+
+def _best(metrics, direction: str) -> float:
+    return max(metrics) if direction == "MAXIMIZE" else min(metrics)
+
+
+def _plain(params: Mapping) -> dict:
+    """``params`` as a journal gives them back (through JSON): a tuple is a list."""
+    import json
+
+    return json.loads(json.dumps(dict(params), default=str))
 
 
 def config_source(

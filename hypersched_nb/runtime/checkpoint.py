@@ -32,6 +32,7 @@ import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from hypersched_nb._json import plain
 from hypersched_nb.errors import HyperschedError
 
 __all__ = [
@@ -111,7 +112,7 @@ def save_checkpoint(
     sidecar = {**dataclasses.asdict(info), "about": dict(about or {})}
     fs, path = fsspec.core.url_to_fs(url)
     _write(fs, path, data)
-    _write(fs, f"{path}.json", json.dumps(sidecar, default=_plain).encode("utf-8"))
+    _write(fs, f"{path}.json", json.dumps(sidecar, default=plain).encode("utf-8"))
     return info
 
 
@@ -215,18 +216,6 @@ def write_files(files: Mapping[str, bytes]) -> None:
     for url, data in files.items():
         fs, path = fsspec.core.url_to_fs(url)
         _write(fs, path, data)
-
-
-def _plain(value):
-    """A sidecar value JSON cannot write as it is: a NumPy or torch scalar as its number,
-    anything else as its repr."""
-    item = getattr(value, "item", None)
-    if item is not None:
-        try:
-            return item()
-        except (ValueError, RuntimeError):
-            pass
-    return repr(value)
 
 
 def load_checkpoint(url: str, sha256: str | None = None, *, map_location="cpu") -> dict:

@@ -364,7 +364,8 @@ def test_early_signal_says_whether_the_first_epochs_judge_and_is_journaled(tmp_p
     assert default.early_signal == "auto" and default.policy.trust.mode() == "doubt"
     trusting = Experiment(**args, early_signal="trust")
     assert trusting.policy.trust.mode() == "trust"  # epoch 1 judges from the first result
-    assert trusting._settings(60.0)["early_signal"] == "trust"  # open() and resume() read it
+    record = trusting._settings.to_record(deadline=60.0, space_record=None)
+    assert record["early_signal"] == "trust"  # open() and resume() read it
     asha = Experiment(**args, policy="asha", early_signal="doubt")
     assert isinstance(asha.policy, ASHA)  # a policy that never judges by first epochs ignores it
 
