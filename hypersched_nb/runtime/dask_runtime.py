@@ -3,7 +3,8 @@
 Every epoch of a trial on k workers is k tasks, one pinned to each of its workers
 (``workers=[address]``, ``allow_other_workers=False``, ``pure=False``), running the
 functions of :mod:`hypersched_nb.runtime._worker`; the trainable objects stay in a registry
-of that module between epochs, so a trial that stays put moves no state. Moves go through
+on each worker between epochs (:mod:`hypersched_nb.runtime._replicas`), so a trial that
+stays put moves no state. Moves go through
 checkpoints (:mod:`hypersched_nb.runtime.checkpoint`):
 
 - ``Start`` takes free slots (least recently freed first), builds the replicas, restores
@@ -100,7 +101,7 @@ class DaskRuntime:
     :mod:`~hypersched_nb.runtime._placements`) or an fsspec URL that every worker reaches;
     ``seed`` and the trial id give each trial's ``ctx.seed``;
     ``task_timeout`` bounds one epoch, also within a batch (seconds; None: no bound); ``checkpoint_overhead`` is
-    the share of training time that per-epoch checkpoints may cost (see ``_worker``);
+    the share of training time that per-epoch checkpoints may cost (see ``_worker_io``);
     ``group_timeout`` bounds a ``torch.distributed`` rendezvous and collective; ``poll`` is
     the period of the scheduler poll that backs up its worker events; ``fetch_timeout``
     bounds reading a task's result (its worker may have died since it finished);
