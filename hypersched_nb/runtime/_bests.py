@@ -3,7 +3,7 @@ loaded after the search.
 
 Each epoch goes out with the bar it must clear (:meth:`BestWeights.bar`: the best metric
 whose weights are kept when it was sent); rank 0 writes the weights of an epoch that clears
-it (see :mod:`hypersched_nb.runtime._worker`), and the client offers them here when the
+it (see :mod:`hypersched_nb.runtime._worker_io`), and the client offers them here when the
 epoch is reported. The last two records stay, older ones are deleted: the last may come just
 after the deadline, and the search's best is then the one before. A batch halted at a
 boundary may have written weights for epochs it never reported; :meth:`BestWeights.prune`

@@ -78,14 +78,6 @@ class PrepTag:
 
 
 @dataclass(frozen=True, slots=True)
-class SaveTag:
-    """A pause's checkpoint; the next start on that worker waits for it."""
-
-    trial_id: int
-    outlives_board: ClassVar[bool] = True  # a checkpoint is written even after the search
-
-
-@dataclass(frozen=True, slots=True)
 class FetchTag:
     """Bringing to the client a copy of ``ckpt``, written by a worker whose disk the client
     does not share; ``best`` is the metric it was written for when it holds a best's
@@ -103,6 +95,12 @@ class ReleaseTag:
 
     trial_id: int
     outlives_board: ClassVar[bool] = True  # a worker is freed even after the search
+
+
+@dataclass(frozen=True, slots=True)
+class SaveTag(ReleaseTag):
+    """A pause's checkpoint, written before its worker is freed (so, even after the
+    search); the next start on that worker waits for it."""
 
 
 @dataclass(frozen=True, slots=True)

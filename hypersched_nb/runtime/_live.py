@@ -9,6 +9,10 @@ trains on in a batch while the driver decides on the epoch it reported)::
     TRAINING --report_ahead--> AHEAD --continue--> TRAINING          AHEAD --resize--> PREPARING
     every phase --vacate--> IDLE   (pause, stop, failure, lost worker)
 
+Each move is a method of :class:`LiveTrial` that checks the table, then applies the move's
+effects on the record (what it holds, what is in flight, what was reported): nothing else
+changes a live trial's fields.
+
 A single-worker trial trains several epochs in one task (a batch) when its epochs are short:
 each epoch but the batch's last is reported with ``report_ahead``, and the ``continue`` that
 follows sends no task, since the batch trains on.
@@ -17,6 +21,7 @@ follows sends no task, since the batch trains on.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 from hypersched_nb.errors import InvalidTransition
 from hypersched_nb.runtime._messages import Epoch, Failed, Rendezvous
@@ -53,15 +58,22 @@ TRANSITIONS: dict[Phase, dict[str, Phase]] = {
 
 
 def move(trial: LiveTrial, name: str) -> Phase:
-    """Move ``trial`` by ``name`` or raise :class:`InvalidTransition`."""
+    """Move ``trial`` by ``name`` or raise :class:`InvalidTransition`; the phase alone
+    changes (the methods of :class:`LiveTrial` named for the moves apply their effects)."""
     try:
         new = TRANSITIONS[trial.phase][name]
     except KeyError:
-        raise InvalidTransition(
-            f"trial {trial.tid}: can't {name} when phase={trial.phase.name}"
-        ) from None
+        raise _refused(trial, name) from None
     trial.phase = new
     return new
+
+
+def _refused(trial: LiveTrial, name: str) -> InvalidTransition:
+    return InvalidTransition(f"trial {trial.tid}: can't {name} when phase={trial.phase.name}")
+
+
+#: ``send(rank, slot, seq)``: submit rank ``rank``'s part of task ``seq`` to ``slot``; its future
+Send = Callable[[int, Slot, int], object]
 
 
 def batch_size(step: float, *, seconds: float, most: int) -> int:
@@ -73,8 +85,9 @@ def batch_size(step: float, *, seconds: float, most: int) -> int:
 
 
 class LiveTrial:
-    """The runtime's record of one trial: where it is and what is in flight. Its phase
-    changes only through :func:`move`."""
+    """The runtime's record of one trial: where it is and what is in flight. Its fields
+    change only through its methods, each a move of :data:`TRANSITIONS` (or a fact heard
+    about the trial in a phase, such as a checkpoint on its way), checked before it applies."""
 
     __slots__ = (
         "batch",
@@ -103,7 +116,7 @@ class LiveTrial:
         "want",
     )
 
-    def __init__(self, tid: int, token: int):
+    def __init__(self, tid: int, token: int, *, reported: int = 0, ckpt: Checkpoint | None = None):
         self.tid, self.token, self.config = tid, token, {}
         self.slots: list[Slot] = []
         self.phase = Phase.IDLE
@@ -111,9 +124,9 @@ class LiveTrial:
         self.futures: dict[int, object] = {}  # rank -> future of the epoch in flight
         self.outs: dict[int, Epoch] = {}  # rank -> what that epoch returned
         self.t_exec = self.t_launch = 0.0  # when the instruction came / the tasks went out
-        self.reported = 0  # epochs reported to the driver
+        self.reported = reported  # epochs reported to the driver
         self.longest = 0.0  # seconds of its longest step() so far
-        self.ckpt: Checkpoint | None = None  # last durable checkpoint known here
+        self.ckpt = ckpt  # last durable checkpoint known here
         self.saving = None  # the pause checkpoint task in flight
         self.deps: dict[str, object] = {}  # key -> task to wait for before starting
         self.fetching: dict[str, object] = {}  # key -> task copying a checkpoint to the client
@@ -141,10 +154,164 @@ class LiveTrial:
         """Its last checkpoint holds every epoch reported: no need to write another."""
         return self.ckpt is not None and self.ckpt.epoch == self.reported
 
+    # ------------------------------------------------------------------ the moves
+
+    def start(self, config: dict, workers: int, *, token: int, now: float, restore: bool):
+        """A Start instruction, on a trial that holds nothing (IDLE): what it trains and on
+        how many workers, under placement ``token``; without ``restore`` it starts over."""
+        if self.phase is not Phase.IDLE:
+            raise _refused(self, "start")
+        self.config, self.want, self.t_exec = config, workers, now
+        if not restore:
+            self.reported, self.ckpt = 0, None
+        self.token = token
+
+    def queue(self) -> None:
+        """IDLE -> QUEUED: too few workers are free; it waits for them."""
+        move(self, "queue")
+
+    def place(self, slots: list[Slot]) -> None:
+        """IDLE or QUEUED -> PREPARING on ``slots``: its start waits for a pause's
+        checkpoint still being written (its own, or their last tenant's) and for the
+        checkpoints on their way to the client."""
+        move(self, "place")
+        self._hold(slots)
+
+    def resize(self, slots: list[Slot], *, token: int, now: float) -> None:
+        """READY or AHEAD -> PREPARING on ``slots`` (its own first), under placement
+        ``token``: the batch in flight, if any, is forgotten (halted by the caller)."""
+        move(self, "resize")
+        self._forget_flight()
+        self.token, self.t_exec = token, now
+        self._hold(slots)
+
+    def launch(self, send: Send, clock) -> None:
+        """PREPARING -> TRAINING: every rank's start task goes out (``send``); its first
+        epoch builds the replicas, timed from the Start or Resize (``t_exec``)."""
+        move(self, "launch")
+        self._sent(send, starting=True, epochs=1)
+        self.t_launch = clock.now()
+
+    def proceed(self, send: Send, clock, *, epochs: int) -> None:
+        """READY or AHEAD -> TRAINING (the move ``continue``): the next epoch of the batch
+        in flight (nothing sent), or a new task of ``epochs`` epochs on every rank."""
+        ahead = self.phase is Phase.AHEAD
+        move(self, "continue")
+        if ahead and self.left > 0:
+            return  # its batch trains on
+        self._sent(send, starting=False, epochs=epochs)
+        self.t_exec = self.t_launch = clock.now()
+
+    def report(self, epoch: int, *, step: float, now: float, last: bool) -> bool:
+        """TRAINING -> READY, or AHEAD when its batch trains on after this epoch (unless
+        it is the ``last``: done, or its checkpoint could not be written): epoch ``epoch``
+        is reported, its ``step()`` took ``step`` seconds. True if AHEAD."""
+        ahead = self.left > 1 and not last
+        move(self, "report_ahead" if ahead else "report")
+        self.longest, self.step = max(self.longest, step), step
+        self.reported, self.t_exec, self.starting = epoch, now, False
+        self.outs, self.left = {}, self.left - 1
+        if not ahead:
+            self.futures, self.left = {}, 0
+        return ahead
+
+    def vacate(self, *, token: int, saving=None) -> list[Slot]:
+        """Every phase -> IDLE: it holds no worker and nothing is in flight (the caller
+        halted and cancelled it), under a new placement ``token``; ``saving`` is the pause
+        checkpoint task now written for it, if any. Returns the slots it held."""
+        move(self, "vacate")
+        slots = self.slots
+        self._forget_flight()
+        self.token, self.deps, self.slots = token, {}, []
+        if saving is not None:
+            self.saving = saving
+        return slots
+
+    # ------------------------------------------------------------------ what is heard
+
+    def hear(self, rank: int, out: Epoch | Failed, *, now: float) -> Epoch | Failed | None:
+        """Rank ``rank``'s outcome of the epoch expected (the batch's next epoch is timed
+        from ``now``). Kept for later while AHEAD (None); else what to act on: a Failed, or
+        the epoch once every rank returned it (None until then)."""
+        self.t_launch = now
+        if self.phase is Phase.AHEAD:
+            self.early.append(out)
+            return None
+        if type(out) is Failed:
+            return out
+        self.outs[rank] = out
+        return out if len(self.outs) >= len(self.slots) else None
+
+    def recall(self) -> Epoch | Failed | None:
+        """After a continue: the next epoch of its batch, heard while the driver decided,
+        now to be reported as if heard again (None: none was heard)."""
+        if self.phase is not Phase.TRAINING or not self.early:
+            return None
+        out = self.early.pop(0)
+        if type(out) is not Failed:
+            self.outs[0] = out
+        return out
+
+    def batch_over(self) -> None:
+        """Its batch's task returned: no epoch comes from it beyond those heard early."""
+        self.left = len(self.early)
+
+    def killed_for_memory(self) -> int:
+        """A worker of it was restarted by its nanny for memory: how many times so far."""
+        self.memory_kills += 1
+        return self.memory_kills
+
+    def wait_for(self, task) -> None:
+        """Its start (PREPARING) waits for ``task`` (a hand-over, a port) too."""
+        if self.phase is not Phase.PREPARING:
+            raise _refused(self, "wait")
+        self.deps[task.key] = task
+
+    def unblocked(self, task) -> bool:
+        """``task`` is done: True if its start (PREPARING) waited for it and for nothing else."""
+        if self.phase is not Phase.PREPARING or self.deps.pop(task.key, None) is None:
+            return False
+        return not self.deps
+
+    def fetching_home(self, task) -> None:
+        """``task`` copies one of its checkpoints to the client; a start being prepared
+        restores from it, so waits for it."""
+        self.fetching[task.key] = task
+        if self.phase is Phase.PREPARING:
+            self.deps[task.key] = task
+
+    def fetched(self, task) -> None:
+        """``task``, copying a checkpoint to the client, is over (done or not)."""
+        self.fetching.pop(task.key, None)
+
+    def saved(self, task) -> None:
+        """``task``, a checkpoint, is over: if it was its pause's, none is being written."""
+        if self.saving is task:
+            self.saving = None
+
+    def meet_at(self, rendezvous: Rendezvous) -> None:
+        """Its group's rendezvous (rank 0's host and a free port there) is known."""
+        self.rendezvous = rendezvous
+
     def note_ckpt(self, ckpt: Checkpoint) -> None:
         """A checkpoint was written: keep it if it is not older than the one known."""
         if self.ckpt is None or ckpt.epoch >= self.ckpt.epoch:
             self.ckpt = ckpt
+
+    # ------------------------------------------------------------------ helpers
+
+    def _hold(self, slots: list[Slot]) -> None:
+        self.slots, self.rendezvous = slots, None
+        waits = [self.saving, *(s.save for s in slots), *self.fetching.values()]
+        self.deps = {task.key: task for task in waits if task is not None}
+
+    def _sent(self, send: Send, *, starting: bool, epochs: int) -> None:
+        self.seq += 1
+        self.futures = {rank: send(rank, slot, self.seq) for rank, slot in enumerate(self.slots)}
+        self.outs, self.starting, self.batch, self.left = {}, starting, epochs, epochs
+
+    def _forget_flight(self) -> None:
+        self.futures, self.outs, self.early, self.left = {}, {}, [], 0
 
     def __repr__(self) -> str:
         return f"LiveTrial({self.tid}, {self.phase.name}, slots={[s.name for s in self.slots]})"

@@ -38,7 +38,7 @@ from hypersched_nb.runtime._board import (
     Task,
     TaskBoard,
 )
-from hypersched_nb.runtime._live import LiveTrial, Phase, batch_size, move
+from hypersched_nb.runtime._live import LiveTrial, Phase, batch_size
 from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, StartSpec
 from hypersched_nb.runtime._slots import Slot, Slots
 from hypersched_nb.runtime.checkpoint import (
@@ -102,13 +102,11 @@ class Placements:
             t = self.trials[ins.trial_id] = LiveTrial(ins.trial_id, next(self._count))
         elif t.phase is not Phase.IDLE:
             self.vacate(t, save=False)
-        t.config, t.want, t.t_exec = ins.config, ins.workers, self._clock.now()
-        if not ins.restore:
-            t.reported, t.ckpt = 0, None
-        t.token = next(self._count)
+        now = self._clock.now()
+        t.start(ins.config, ins.workers, token=next(self._count), now=now, restore=ins.restore)
         slots = self._slots.take(t.tid, ins.workers)
         if slots is None:
-            move(t, "queue")
+            t.queue()
             self._queued.append(t.tid)
             return
         self._place(t, slots)
@@ -119,32 +117,26 @@ class Placements:
         t = self.trials.get(tid)
         if t is None or t.phase not in (Phase.READY, Phase.AHEAD):
             return  # lost meanwhile: the WorkersChanged that says so is already on its way
-        ahead = t.phase is Phase.AHEAD
-        move(t, "continue")
-        if ahead and t.left > 0:
-            return  # its batch trains on
-        t.seq += 1
         n = 1
         if len(t.slots) == 1:
             n = batch_size(t.step, seconds=self._batch_seconds, most=self._max_batch)
             if self._max_epochs is not None:
                 n = max(1, min(n, self._max_epochs - t.reported))
-        for rank, slot in enumerate(t.slots):
+
+        def send(rank: int, slot: Slot, seq: int):
             save = self._save_spec(t) if rank == 0 else None
-            tag = EpochTag(tid, t.token, rank, t.seq, n)
+            tag = EpochTag(tid, t.token, rank, seq, n)
             if n > 1:
-                fut = self._board.submit(
+                return self._board.submit(
                     _worker.steps, tid, t.token, save, n, self._board.topic,
                     slot=slot, tag=tag, name=f"hs-epochs-{tid}",
                 )  # fmt: skip
-            else:
-                fut = self._board.submit(
-                    _worker.step, tid, t.token, save, self._board.topic,
-                    slot=slot, tag=tag, name=f"hs-epoch-{tid}",
-                )  # fmt: skip
-            t.futures[rank] = fut
-        t.outs, t.starting, t.batch, t.left = {}, False, n, n
-        t.t_exec = t.t_launch = self._clock.now()
+            return self._board.submit(
+                _worker.step, tid, t.token, save, self._board.topic,
+                slot=slot, tag=tag, name=f"hs-epoch-{tid}",
+            )  # fmt: skip
+
+        t.proceed(send, self._clock, epochs=n)
 
     def resize(self, tid: int, workers: int) -> bool:
         """Move the trial to ``workers`` slots, its own first. True if it was lost instead:
@@ -158,26 +150,25 @@ class Placements:
             self.vacate(t, save=True)
             return True
         ahead = self._halt(t)
-        t.token, t.t_exec = next(self._count), self._clock.now()
         self._slots.give_back(s for s in old if s not in new)
-        deps, group = {}, workers > 1
+        t.resize(new, token=next(self._count), now=self._clock.now())
+        group = workers > 1
         if ahead and not t.current:  # its replica ran past the epochs reported: rebuild them
-            prep = self._board.submit(
+            t.wait_for(self._board.submit(
                 _worker.rewind, self._spec(t, 0, 1), t.ckpt, rendezvous=group,
                 slot=old[0], tag=PrepTag(tid, t.token), name=f"hs-resize-{tid}",
-            )  # fmt: skip
-            deps[prep.key] = prep
+            ))  # fmt: skip
         elif not t.current or group:
             save = None if t.current else self._save_spec(t)
-            prep = self._board.submit(
+            t.wait_for(self._board.submit(
                 _worker.hand_over, tid, old_token, save, rendezvous=group,
                 slot=old[0], tag=PrepTag(tid, t.token), name=f"hs-resize-{tid}",
-            )  # fmt: skip
-            deps[prep.key] = prep
+            ))  # fmt: skip
         else:
             self._release(tid, old_token, old[:1])
         self._release(tid, old_token, old[1:])
-        self._place(t, new, "resize", deps)
+        if not t.deps:
+            self._launch(t)
         return False
 
     def vacate(self, t: LiveTrial, *, save: bool) -> None:
@@ -186,18 +177,18 @@ class Placements:
             self._queued.remove(t.tid)
         slots, old, ready = t.slots, t.token, t.phase is Phase.READY
         self._halt(t)
-        move(t, "vacate")
-        t.token = next(self._count)
-        t.futures, t.outs, t.deps, t.slots = {}, {}, {}, []
-        if not slots:
-            return
-        rest = slots
-        if save and ready and not t.current and self._slots.alive(slots[0]):
-            t.saving = self._board.submit(
+        saving = None  # a READY trial has nothing in flight: halting it above sent nothing
+        if slots and save and ready and not t.current and self._slots.alive(slots[0]):
+            saving = self._board.submit(
                 _worker.checkpoint_and_release, t.tid, old, self._save_spec(t),
                 slot=slots[0], tag=SaveTag(t.tid), name=f"hs-pause-{t.tid}",
             )  # fmt: skip
-            self._slots.saving(slots[0], t.saving)
+        t.vacate(token=next(self._count), saving=saving)
+        if not slots:
+            return
+        rest = slots
+        if saving is not None:
+            self._slots.saving(slots[0], saving)
             rest = slots[1:]
         self._release(t.tid, old, rest)
         self._slots.give_back(slots)
@@ -229,14 +220,13 @@ class Placements:
         t, fut = self.trials[task.tag.trial_id], task.future
         if type(out) is Handover and out.ckpt is not None:
             self.keep(t, out.ckpt, task.slot)
-        if t.saving is fut:
-            t.saving = None
+        t.saved(fut)
         self._slots.saved(fut)
         if type(task.tag) is PrepTag and task.tag.token == t.token and fut.key in t.deps:
             if type(out) is Failed:
                 return t
             if out is not None and out.rendezvous is not None:
-                t.rendezvous = out.rendezvous
+                t.meet_at(out.rendezvous)
         self._unblock(fut)
         return None
 
@@ -253,16 +243,14 @@ class Placements:
             _worker.fetch, ckpt.url, slot=slot, tag=FetchTag(t.tid, ckpt, best),
             name=f"hs-fetch-{t.tid}",
         )  # fmt: skip
-        t.fetching[fut.key] = fut
-        if t.phase is Phase.PREPARING:  # its start restores from this one
-            t.deps[fut.key] = fut
+        t.fetching_home(fut)  # a start being prepared restores from this one: it waits
 
     def fetched(self, task: Task, out: dict | Failed | None) -> None:
         """A checkpoint's bytes came from its worker (``out``; a Failed or None: they did not,
         and the client goes on with the checkpoint it knew before): written home, then noted."""
         tag, fut = task.tag, task.future
         t = self.trials[tag.trial_id]
-        t.fetching.pop(fut.key, None)
+        t.fetched(fut)
         if isinstance(out, dict) and _written(out):
             self._note(t, tag.ckpt, tag.best)
             if tag.best is None and t.ckpt is not None:  # older copies are of no more use
@@ -291,57 +279,47 @@ class Placements:
     def _unblock(self, fut) -> None:
         """Launch the trials that waited for ``fut`` alone."""
         for w in self.trials.values():
-            if w.phase is Phase.PREPARING and w.deps.pop(fut.key, None) is not None:
-                if w.deps:
-                    continue
-                if len(w.slots) > 1 and w.rendezvous is None:  # no rendezvous came: ask again
-                    self._ask_port(w)
-                else:
-                    self._launch(w)
+            if not w.unblocked(fut):
+                continue
+            if len(w.slots) > 1 and w.rendezvous is None:  # no rendezvous came: ask again
+                self._ask_port(w)
+            else:
+                self._launch(w)
 
-    def _place(self, t: LiveTrial, slots: list[Slot], how: str = "place", deps=None) -> None:
-        """Hold ``slots`` (``how``: "place" or "resize"); start once ``deps``, the
-        checkpoints the start needs and, for a group, the port of its rendezvous on rank 0's
-        host are ready (a resize's hand-over picks that port)."""
-        move(t, how)
-        t.slots, t.rendezvous = slots, None
-        t.deps = dict(deps or {})
-        for fut in [t.saving, *(s.save for s in slots), *t.fetching.values()]:
-            if fut is not None:
-                t.deps[fut.key] = fut
-        if len(slots) > 1 and how == "place":
+    def _place(self, t: LiveTrial, slots: list[Slot]) -> None:
+        """Hold ``slots``; start once the checkpoints the start needs and, for a group, the
+        port of its rendezvous on rank 0's host are ready."""
+        t.place(slots)
+        if len(slots) > 1:
             self._ask_port(t)
         if not t.deps:
             self._launch(t)
 
     def _ask_port(self, t: LiveTrial) -> None:
-        fut = self._board.submit(
+        t.wait_for(self._board.submit(
             _worker.pick_rendezvous_port, slot=t.slots[0], tag=PrepTag(t.tid, t.token),
             name="hs-port",
-        )  # fmt: skip
-        t.deps[fut.key] = fut
+        ))  # fmt: skip
 
     def _halt(self, t: LiveTrial) -> bool:
-        """End the batch in flight at its next epoch boundary and forget it: its epochs
-        not reported yet are dropped, to be trained again. True if there was one."""
+        """End the batch in flight at its next epoch boundary and cancel its tasks (the
+        move that follows forgets them): its epochs not reported yet are dropped, to be
+        trained again. True if there was one."""
         batching = t.batching
         if batching and self._slots.alive(t.slots[0]):
             self._board.run_soon(_worker.halt, t.tid, t.token, slot=t.slots[0])
         self._board.cancel(t.futures.values())
-        t.futures, t.outs, t.early, t.left = {}, {}, [], 0
         return batching
 
     def _launch(self, t: LiveTrial) -> None:
-        move(t, "launch")
-        t.seq += 1
-        for rank, slot in enumerate(t.slots):
-            t.futures[rank] = self._board.submit(
+        def send(rank: int, slot: Slot, seq: int):
+            return self._board.submit(
                 _worker.start, self._spec(t, rank, len(t.slots)), t.ckpt, t.rendezvous,
                 self._board.topic, self._files_for(t.ckpt, slot),
-                slot=slot, tag=EpochTag(t.tid, t.token, rank, t.seq), name=f"hs-start-{t.tid}",
+                slot=slot, tag=EpochTag(t.tid, t.token, rank, seq), name=f"hs-start-{t.tid}",
             )  # fmt: skip
-        t.outs, t.starting, t.batch, t.left = {}, True, 1, 1
-        t.t_launch = self._clock.now()
+
+        t.launch(send, self._clock)
 
     # ------------------------------------------------------------------ helpers
 

@@ -171,7 +171,11 @@ def check_script_guard() -> None:
     started at the script's top level, outside ``if __name__ == "__main__":``, would start
     again in every worker, and each would fail with a screenful of "Nanny failed to start"
     tracebacks. A notebook, ``python -c``, ``python -m package`` and a script whose search
-    starts under the guard (or in a function called from there) pass."""
+    starts under the guard (or in a function called from there) pass.
+
+    The line is the first thing on stderr: written there before the :class:`ConfigError`
+    is raised, whose traceback (through the search's own frames) then follows it; a worker
+    process importing the script exits with the line alone."""
     where = _unguarded_start()
     if where is None:
         return
@@ -182,6 +186,8 @@ def check_script_guard() -> None:
     )
     if name == "__mp_main__":  # a worker process importing the script (the check was skipped)
         raise SystemExit(message)  # one line, no traceback
+    sys.stderr.write(message + "\n")  # first, above whatever the traceback prints after it
+    sys.stderr.flush()
     raise ConfigError(message)
 
 

@@ -3,7 +3,8 @@
 Every epoch of a trial on k workers is k tasks, one pinned to each of its workers
 (``workers=[address]``, ``allow_other_workers=False``, ``pure=False``), running the
 functions of :mod:`hypersched_nb.runtime._worker`; the trainable objects stay in a registry
-of that module between epochs, so a trial that stays put moves no state. Moves go through
+on each worker between epochs (:mod:`hypersched_nb.runtime._replicas`), so a trial that
+stays put moves no state. Moves go through
 checkpoints (:mod:`hypersched_nb.runtime.checkpoint`):
 
 - ``Start`` takes free slots (least recently freed first), builds the replicas, restores
@@ -48,20 +49,17 @@ reported in ``WorkersChanged.lost``; it resumes from its last checkpoint and tra
 silently, the epochs it had already reported, so every epoch is reported exactly once.
 
 The parts: :class:`~hypersched_nb.runtime._placements.Placements` turns instructions into
-those tasks and moves each trial through its phases (one table, in
-:mod:`hypersched_nb.runtime._live`); this class turns what comes back into the driver's
-events and follows the cluster's workers; :class:`~hypersched_nb.runtime._bests.BestWeights`
-keeps the best weights; what the client and the workers send each other is in
-:mod:`hypersched_nb.runtime._messages`.
+those tasks; each trial moves through its phases, and their effects, in one place
+(:class:`~hypersched_nb.runtime._live.LiveTrial`); this class turns what comes back into the
+driver's events; :class:`~hypersched_nb.runtime._members.Members` follows the cluster's
+workers, :mod:`~hypersched_nb.runtime._stores` their checkpoint stores and
+:mod:`~hypersched_nb.runtime._timeouts` how long an epoch may run;
+:class:`~hypersched_nb.runtime._bests.BestWeights` keeps the best weights; what the client
+and the workers send each other is in :mod:`hypersched_nb.runtime._messages`.
 
-Times in a ``Result``: ``startup`` is the wall time from the Start or Resize to the
-replicas being ready to train (queueing, checkpoints, process group, restore, replay);
-``seconds`` is the epoch's training (and checkpoint) time on the workers after a start, or
-the whole wall time of the epoch (dispatch included) after a Continue, from the Continue or,
-within a batch, from the previous report, so that ``seconds + startup`` is always the time
-the trial held its workers for that epoch. ``task_timeout`` and the stuck-step warning
-count from the previous report too: they bound one epoch, not a batch.
-Nothing here decides anything: the driver does.
+What comes back is turned into the driver's events by
+:class:`~hypersched_nb.runtime._outcomes.Outcomes` (which also says what the times in a
+``Result`` are). Nothing here decides anything: the driver does.
 """
 
 from __future__ import annotations
@@ -73,33 +71,23 @@ from collections.abc import Callable
 from hypersched_nb.core import events
 from hypersched_nb.core.events import Event
 from hypersched_nb.errors import ConfigError, warn
-from hypersched_nb.runtime import _worker
+from hypersched_nb.runtime import _timeouts, _worker
 from hypersched_nb.runtime._bests import BestWeights
-from hypersched_nb.runtime._board import (
-    EpochTag,
-    FetchTag,
-    Finished,
-    PrepTag,
-    QueueItem,
-    SaveTag,
-    TaskBoard,
-    WarmTag,
-)
-from hypersched_nb.runtime._live import LiveTrial, Phase, move
-from hypersched_nb.runtime._messages import Epoch, Failed, Report
+from hypersched_nb.runtime._board import TaskBoard
+from hypersched_nb.runtime._live import LiveTrial, Phase
+from hypersched_nb.runtime._members import Members
+from hypersched_nb.runtime._outcomes import Outcomes
 from hypersched_nb.runtime._placements import Placements
-from hypersched_nb.runtime._slots import Slot, Slots
+from hypersched_nb.runtime._slots import Slots
+from hypersched_nb.runtime._stores import home_store, probe_stores
 from hypersched_nb.runtime.checkpoint import (
     BestCheckpoint,
     Checkpoint,
-    store_id,
     written_bests,
     written_checkpoint,
 )
 
 __all__ = ["DaskRuntime"]
-
-_IN_FLIGHT = (Phase.TRAINING, Phase.AHEAD)  # phases in which a task of the trial trains
 
 
 class DaskRuntime:
@@ -113,7 +101,7 @@ class DaskRuntime:
     :mod:`~hypersched_nb.runtime._placements`) or an fsspec URL that every worker reaches;
     ``seed`` and the trial id give each trial's ``ctx.seed``;
     ``task_timeout`` bounds one epoch, also within a batch (seconds; None: no bound); ``checkpoint_overhead`` is
-    the share of training time that per-epoch checkpoints may cost (see ``_worker``);
+    the share of training time that per-epoch checkpoints may cost (see ``_worker_io``);
     ``group_timeout`` bounds a ``torch.distributed`` rendezvous and collective; ``poll`` is
     the period of the scheduler poll that backs up its worker events; ``fetch_timeout``
     bounds reading a task's result (its worker may have died since it finished);
@@ -164,7 +152,7 @@ class DaskRuntime:
         directory = os.fspath(checkpoint_dir)
         if "://" not in directory:  # workers may run elsewhere than this process's folder
             directory = os.path.abspath(directory)
-        self._directory, self._home = directory, _home_store(directory)
+        self._directory, self._home = directory, home_store(directory)
         self._bests = BestWeights(metric, 1.0 if mode == "max" else -1.0)
         self._slots = Slots()
         self._board = TaskBoard(client, fetch_timeout)
@@ -175,17 +163,22 @@ class DaskRuntime:
             max_epochs=max_epochs,
         )  # fmt: skip
         self._trials = self._placements.trials
+        self._members = Members(
+            client, clock, self._board, self._slots, self._placements, poll=poll,
+            directory=directory,
+        )  # fmt: skip
+        self._outcomes = Outcomes(
+            clock, self._board, self._placements, self._members, metric=metric,
+            directory=directory, home=self._home,
+        )  # fmt: skip
         self._events: list[Event] = []  # found while executing; handed out by the next advance
-        self._retired: set[str] = set()  # addresses of workers being scaled away
-        self._expect: int | None = None  # workers asked for by ScaleCluster, not yet there
         self._closed = False
-        self._next_poll = 0.0
-        self._sync_members()
+        self._members.sync()
         if not len(self._slots):
             client.wait_for_workers(1, timeout=60)
-            self._sync_members()
+            self._members.sync()
         try:
-            self._probe_stores()
+            probe_stores(client, self._slots, directory, self._home)
         except ConfigError:
             self._board.close()
             raise
@@ -199,7 +192,7 @@ class DaskRuntime:
         match ins:
             case events.Continue():
                 self._placements.step(ins.trial_id)
-                self._events += self._report_early(ins.trial_id)
+                self._events += self._outcomes.report_early(ins.trial_id)
             case events.Start():
                 self._placements.start(ins)
             case events.Resize():
@@ -213,7 +206,7 @@ class DaskRuntime:
                     self._placements.vacate(t, save=type(ins) is events.Pause)
                     self._placements.place_queued()
             case events.ScaleCluster():
-                self._scale(ins.workers)
+                self._events += self._members.scale(ins.workers)
             case _:
                 raise ConfigError(f"instruction {ins!r} is unknown to the Dask runtime")
 
@@ -221,19 +214,20 @@ class DaskRuntime:
         found, self._events = self._events, []
         while True:
             for item in self._board.drain():
-                found += self._handle(item)
+                found += self._outcomes.handle(item)
             now = self.clock.now()
-            if not found and now >= self._next_poll:
-                found += self._sync_members()
+            if not found and now >= self._members.next_poll:
+                found += self._members.sync()
             if not found:
                 found += self._check_timeouts(now)
             if found:
                 return found
             if now >= until:
                 return []
-            item = self._board.wait(min(until, self._next_poll, self._next_timeout()) - now)
+            wake = _timeouts.next_timeout(self._trials.values(), self._task_timeout)
+            item = self._board.wait(min(until, self._members.next_poll, wake) - now)
             if item is not None:
-                found += self._handle(item)
+                found += self._outcomes.handle(item)
 
     def close(self) -> None:
         """Free every worker (replicas torn down; checkpoints stay, and the two best
@@ -285,9 +279,9 @@ class DaskRuntime:
         trial's checkpoint epoch (0: none, trained again from the start)."""
         directory, adopted = self._directory, {}
         for tid, reported in trials.items():
-            t = self._trials[tid] = LiveTrial(tid, 0)
-            t.reported, t.ckpt = reported, written_checkpoint(directory, tid, at_most=reported)
-            adopted[tid] = t.ckpt.epoch if t.ckpt else 0
+            ckpt = written_checkpoint(directory, tid, at_most=reported)
+            self._trials[tid] = LiveTrial(tid, 0, reported=reported, ckpt=ckpt)
+            adopted[tid] = ckpt.epoch if ckpt else 0
         for best in sorted(written_bests(directory, self.metric), key=lambda b: b.epoch):
             self._bests.adopt(best)
         self._events.append(events.WorkersChanged(self.clock.now(), len(self._slots), running))
@@ -314,160 +308,10 @@ class DaskRuntime:
         ]
         return self._client.gather(futs)
 
-    # ------------------------------------------------------------------ what comes back
-
-    def _handle(self, item: QueueItem) -> list[Event]:
-        match item:
-            case Finished():
-                return self._on_done(item.key)
-            case Report():
-                return self._on_report(item)
-        return self._sync_members()  # MembersChanged
-
-    def _on_done(self, key: str) -> list[Event]:
-        task = self._board.finish(key)
-        if task is None:
-            return []
-        fut = task.future
-        try:
-            match task.tag:
-                case EpochTag() as tag if task.heard < tag.epochs and self._current(tag):
-                    return self._on_task(tag, self._board.fetch(fut), fut)
-                case FetchTag():
-                    self._placements.fetched(task, self._board.fetch(fut))
-                case WarmTag():
-                    self._stored(task.slot, self._board.fetch(fut), raise_=False)
-                case PrepTag() | SaveTag():
-                    out = self._board.fetch(fut)
-                    failed = self._placements.prepared(task, out)
-                    return [] if failed is None else [self._fail(failed, out.error)]
-            return []
-        finally:
-            fut.release()  # read: the scheduler may forget it (and never recompute it elsewhere)
-
-    def _on_report(self, report: Report) -> list[Event]:
-        """An epoch task's event: what it is about to return, a hop sooner than its future."""
-        task = self._board.hear(report)
-        if task is None:
-            return []
-        return self._on_epoch(task.tag, report.outcome, task.future)
-
-    def _current(self, tag: EpochTag) -> bool:
-        """Is ``tag`` the task in flight of its trial (not one of a placement that was
-        stopped, lost or replaced, nor an older task)?"""
-        t = self._trials[tag.trial_id]
-        return tag.token == t.token and tag.seq == t.seq and t.phase in _IN_FLIGHT
-
-    def _on_task(self, tag: EpochTag, out, fut) -> list[Event]:
-        """An epoch task's result, some of whose epochs no event brought: those epochs
-        (a batch's tuple, or one outcome). A batch that returned is over: if it ended
-        before the epoch its trial waits for, the trial fails rather than wait for ever."""
-        found = []
-        for one in out if type(out) is tuple else (out,):
-            found += self._on_epoch(tag, one, fut)
-        t = self._trials[tag.trial_id]
-        if type(out) is tuple and self._current(tag):
-            t.left = len(t.early)  # no epoch more comes from it
-            if t.phase is Phase.TRAINING:
-                found.append(self._fail(t, f"its batch ended before epoch {t.expected}"))
-        return found
-
-    def _on_epoch(self, tag: EpochTag, out: Epoch | Failed | None, fut) -> list[Event]:
-        """One epoch's outcome, by event or from the task's result: reported if it is the
-        next epoch, kept for later if the driver is still deciding on the one before
-        (AHEAD), dropped if it was heard already."""
-        if not self._current(tag):
-            return []
-        t = self._trials[tag.trial_id]
-        if out is None:
-            found = self._sync_members()
-            if tag.token != t.token:
-                return found  # its worker left: reported as lost
-            return [*found, self._fail(t, self._board.describe(fut))]
-        if (type(out) is Epoch and out.epoch != t.expected) or Failed in map(type, t.early):
-            return []  # heard already: by its event, and now in the task's result
-        t.t_launch = self.clock.now()  # the next epoch of a batch starts now: timed from here
-        if t.phase is Phase.AHEAD:
-            t.early.append(out)
-            return []
-        if type(out) is Failed:
-            return [self._fail(t, out.error)]
-        t.outs[tag.rank] = out
-        if len(t.outs) < len(t.slots):
-            return []
-        return self._result(t)
-
-    def _report_early(self, tid: int) -> list[Event]:
-        """After a Continue: the next epoch of the trial's batch, if it was heard while the
-        driver decided (handed out by the next advance, one per decision)."""
-        t = self._trials.get(tid)
-        if t is None or t.phase is not Phase.TRAINING or not t.early:
-            return []
-        out = t.early.pop(0)
-        if type(out) is Failed:
-            return [self._fail(t, out.error)]
-        t.outs[0] = out
-        return self._result(t)
-
-    def _result(self, t: LiveTrial) -> list[Event]:
-        """The Result of the epoch every replica returned; then, if its checkpoint could
-        not be written, the trial leaves its workers (TrialHalted)."""
-        first = t.outs[0]
-        info = dict(first.metrics)
-        if self.metric not in info:
-            return [
-                self._fail(
-                    t,
-                    f"step() returned no {self.metric!r} "
-                    f"(it returned {', '.join(info) or 'nothing'})",
-                )
-            ]
-        value = info.pop(self.metric)
-        try:
-            metric = float(value)
-        except (TypeError, ValueError):
-            shown = repr(value) if len(repr(value)) <= 40 else type(value).__name__
-            return [self._fail(t, f"step()'s {self.metric!r} is {shown}, but must be a number")]
-        if first.refused is not None:
-            warn(f"trial {t.tid}: {first.refused}")
-        done = bool(info.pop("done", False))
-        if first.best is not None:
-            self._placements.keep(t, first.best, t.slots[0], best=metric)
-        now = self.clock.now()
-        wall = now - t.t_exec
-        step = max(o.step for o in t.outs.values())
-        t.longest, t.step, work = max(t.longest, step), step, step + first.write
-        seconds, startup = (work, max(0.0, wall - work)) if t.starting else (wall, 0.0)
-        t.reported, t.t_exec, t.starting = first.epoch, now, False
-        if first.ckpt is not None:
-            self._placements.keep(t, first.ckpt, t.slots[0])
-        t.left -= 1
-        ahead = t.left > 0 and not done and first.unsaved is None
-        move(t, "report_ahead" if ahead else "report")
-        t.outs = {}
-        if not ahead:
-            t.futures, t.left = {}, 0
-        result = events.Result(
-            t.tid, t.reported, metric, now, seconds, len(t.slots), startup, done, info or None
-        )
-        if first.unsaved is None:
-            return [result]
-        self._placements.vacate(t, save=False)
-        self._placements.place_queued()
-        return [result, events.TrialHalted(t.tid, now, first.unsaved)]
-
-    def _fail(self, t: LiveTrial, error: str) -> events.TrialFailed:
-        epoch = t.reported
-        self._placements.vacate(t, save=False)
-        self._placements.place_queued()
-        return events.TrialFailed(t.tid, self.clock.now(), error, epoch)
-
     def _check_timeouts(self, now: float) -> list[Event]:
-        if self._task_timeout is None:
-            return []
-        late = [t for t in self._training() if now - t.t_launch > self._task_timeout]
+        late = _timeouts.late(self._trials.values(), now, self._task_timeout)
         return [
-            self._fail(
+            self._outcomes.fail(
                 t,
                 f"an epoch ran past task_timeout={self._task_timeout:g}s "
                 f"on {', '.join(self.placement(t.tid))}",
@@ -477,190 +321,16 @@ class DaskRuntime:
 
     def _name_if_stuck(self, t: LiveTrial) -> None:
         """Warn, naming its workers, if the epoch of ``t`` still in flight looks stuck (see
-        :func:`_stuck`): a trial stopped at the deadline in a ``step()`` that never returns
-        keeps its worker busy."""
-        running = self.clock.now() - t.t_launch
-        if t.phase is Phase.TRAINING and _stuck(running, t.longest):
+        :func:`~hypersched_nb.runtime._timeouts.stuck`): a trial stopped at the deadline in a
+        ``step()`` that never returns keeps its worker busy."""
+        running = _timeouts.stuck(t, self.clock.now())
+        if running is not None:
             warn(
                 f"trial {t.tid} was stopped {running:.0f} s into its epoch {t.reported + 1} on "
                 f"{', '.join(self.placement(t.tid))} (its epochs took at most {t.longest:.2g} "
                 "s): its step() may be stuck, and keeps that worker busy until it returns"
             )
 
-    def _next_timeout(self) -> float:
-        if self._task_timeout is None:
-            return float("inf")
-        starts = [t.t_launch for t in self._training()]
-        return min(starts, default=float("inf")) + self._task_timeout
-
-    def _training(self) -> list[LiveTrial]:
-        return [t for t in self._trials.values() if t.phase is Phase.TRAINING]
-
-    # ------------------------------------------------------------------ membership
-
-    def _sync_members(self) -> list[Event]:
-        self._next_poll = self.clock.now() + self._poll
-        everyone = self._board.workers()
-        if everyone is None:  # the scheduler is unreachable for now: the next poll tries again
-            return []
-        self._retired &= set(everyone)
-        planned = self._planned()
-        workers = {
-            a: w for a, w in everyone.items()
-            if a not in self._retired and (planned is None or w.get("name") in planned)
-        }  # fmt: skip
-        gone, added = self._slots.sync(workers)
-        for s in added:  # torch's import takes seconds: done before a trial waits for it
-            self._board.submit(_worker.warm, self._directory, slot=s, tag=WarmTag(), name="hs-warm")
-        if not gone and not added:
-            return []
-        held = {s.addr: (s.name, s.memory_limit, s.tenant) for s in gone if s.tenant is not None}
-        lost = list(dict.fromkeys(tid for _, _, tid in held.values()))
-        self._board.cancel_off(workers)
-        for tid in lost:  # what is left of its workers is freed (no task goes to the gone)
-            self._placements.vacate(self._trials[tid], save=False)
-        if self._expect is not None and len(self._slots) >= self._expect:
-            self._expect = None
-        self._placements.place_queued()
-        if self._expect is None:  # no workers on their way: what cannot be placed is lost
-            lost += self._placements.drop_queued()
-        now = self.clock.now()
-        killed = self._killed_for_memory(held, now)
-        lost = [tid for tid in lost if tid not in killed]
-        return [events.WorkersChanged(now, len(self._slots), tuple(lost)), *killed.values()]
-
-    def _killed_for_memory(self, held: dict[str, tuple], now: float) -> dict[int, Event]:
-        """Of the trials in ``held`` (the address of a worker gone -> its name, memory
-        limit and tenant), those whose worker its nanny restarted for exceeding its memory
-        limit: halted the first time, failed the second (it would kill every worker in turn)."""
-        out: dict[int, Event] = {}
-        for addr, rss in self._board.memory_restarts(held).items() if held else ():
-            name, limit, tid = held[addr]
-            t = self._trials[tid]
-            if tid in out:
-                continue  # one of its other workers said so already
-            t.memory_kills += 1
-            why = f"its worker {name} held {_gib(rss)} of its {_gib(limit)} memory limit and was restarted"
-            if t.memory_kills == 1:
-                out[tid] = events.TrialHalted(tid, now, f"paused: {why}")
-            else:
-                out[tid] = events.TrialFailed(
-                    tid, now, f"{why}, a second time: give each worker more memory "
-                    "(LocalCluster's memory_limit=) or make the trial smaller", t.reported,
-                )  # fmt: skip
-        return out
-
-    def _probe_stores(self) -> None:
-        """Ask every worker which store its checkpoint folder is (see :meth:`_stored`)."""
-        try:
-            seen = self._client.run(_worker.store, self._directory, on_error="return")
-        except Exception:  # noqa: BLE001 - unreachable now: each worker's warm-up says later
-            return
-        for s in self._slots.all():
-            if s.addr in seen:
-                self._stored(s, seen[s.addr], raise_=True)
-
-    def _stored(self, slot: Slot, found, *, raise_: bool) -> None:
-        """Note the store ``slot``'s worker ``found`` under the checkpoint folder. A URL
-        (``://``) is meant to be one store for every host: a worker that finds another, or
-        cannot reach it, is one line (raised before anything starts, or warned of)."""
-        if isinstance(found, str):
-            slot.store = found
-        problem = _store_problem(self._directory, self._home, slot, found)
-        if problem is not None and raise_:
-            raise ConfigError(problem)
-        if problem is not None:
-            warn(problem)
-
-    def _scale(self, workers: int) -> None:
-        cluster = getattr(self._client, "cluster", None)
-        now = self.clock.now()
-        if cluster is None or not hasattr(cluster, "scale"):
-            warn(
-                "the cluster cannot be resized from here (attached by address): "
-                "ScaleCluster ignored"
-            )
-            self._events.append(events.WorkersChanged(now, len(self._slots)))
-            return
-        if workers >= len(self._slots):
-            self._expect = workers if workers > len(self._slots) else None
-            cluster.scale(workers)  # fewer than asked before: those not there yet go first
-            return
-        self._expect = None
-        going = self._slots.free()[::-1][: len(self._slots) - workers]
-        self._retired.update(s.addr for s in going)
-        self._slots.retire(going)  # never handed out again, even before the scheduler sees
-        names = [s.raw_name for s in going] + self._on_their_way(cluster)
-        self._client.loop.add_callback(cluster.scale_down, names)
-        self._events.append(events.WorkersChanged(now, len(self._slots)))
-
-    def _planned(self) -> set | None:
-        """The names of the workers the cluster means to have (None: it does not say). A
-        worker it is closing may still register with the scheduler (a scale-down races its
-        start): it is never handed out."""
-        cluster = getattr(self._client, "cluster", None)
-        if not hasattr(cluster, "worker_spec"):
-            return None
-        for _ in range(3):  # the cluster's own thread may change its spec meanwhile
-            try:
-                return set(cluster.plan)
-            except RuntimeError:
-                continue
-        return None
-
-    def _on_their_way(self, cluster) -> list:
-        """Workers the cluster is still starting, asked for by an earlier ScaleCluster: a
-        smaller size cancels them (a ``LocalCluster`` keeps its target and would start
-        them, to be billed until the next shrink)."""
-        here = self._slots.raw_names()
-        return [name for name in list(getattr(cluster, "worker_spec", {})) if name not in here]
-
     def __repr__(self) -> str:
         running = sum(t.phase not in (Phase.IDLE, Phase.QUEUED) for t in self._trials.values())
         return f"DaskRuntime(workers={len(self._slots)}, trials running={running})"
-
-
-def _stuck(running: float, longest: float) -> bool:
-    """Does an epoch in flight for ``running`` seconds, of a trial whose ``step()`` took at
-    most ``longest`` so far, look stuck? When it has run 5 × that and 5 s at least (a trial
-    with no epoch yet has no measure: never)."""
-    return longest > 0 and running > max(5 * longest, 5.0)
-
-
-def _home_store(directory: str) -> str:
-    """The store_id of ``directory`` on this kernel's host: one line if it cannot be made."""
-    try:
-        return store_id(directory)
-    except OSError as exc:
-        raise ConfigError(
-            f"checkpoint_dir {directory!r} cannot be written from this kernel "
-            f"({type(exc).__name__}: {exc}): give a folder or URL it can write"
-        ) from None
-
-
-def _store_problem(directory: str, home: str, slot: Slot, found) -> str | None:
-    """What is wrong with the store ``slot``'s worker ``found`` under ``directory``
-    (a store_id, a Failed or an exception), given this kernel's ``home``; None if nothing."""
-    import socket
-
-    from distributed.comm import get_address_host
-
-    there = f"worker {slot.name} (host {get_address_host(slot.addr)})"
-    here = f"this kernel (host {socket.gethostname()})"
-    if not isinstance(found, str):
-        why = found.error if isinstance(found, Failed) else f"{type(found).__name__}: {found}"
-        return (
-            f"checkpoint_dir {directory!r} cannot be written from {there}, though {here} "
-            f"writes it ({why}): give every worker a folder it can write"
-        )
-    if "://" in directory and found != home:
-        return (
-            f"checkpoint_dir {directory!r} is not one store for every host: {there} finds "
-            f"other files there than {here}: give a URL every host reaches (a bucket, a "
-            "shared mount), or a local folder, whose checkpoints then travel through Dask"
-        )
-    return None
-
-
-def _gib(size: int) -> str:
-    return f"{size / 2**30:.2f} GiB" if size else "unlimited"

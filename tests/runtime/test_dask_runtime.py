@@ -191,17 +191,17 @@ def test_workers_whose_disk_is_not_the_kernels_send_their_checkpoints_here(clien
     folder = tmp_path / "a"
 
     def elsewhere(directory):
-        from hypersched_nb.runtime import _worker
+        from hypersched_nb.runtime import _worker_io
 
-        _worker._STORES[directory] = "another-disk"
+        _worker_io._STORES[directory] = "another-disk"
 
     client.run(elsewhere, str(folder))
     try:
         _, _, moved = search(client, folder, Scripted(pause_after={0: 3}), [{"lr": 0.05}],
                              max_epochs=6)  # fmt: skip
     finally:
-        client.run(lambda: __import__("hypersched_nb.runtime._worker")
-                   .runtime._worker._STORES.clear())  # fmt: skip
+        client.run(lambda: __import__("hypersched_nb.runtime._worker_io")
+                   .runtime._worker_io._STORES.clear())  # fmt: skip
     _, _, straight = search(client, tmp_path / "b", Scripted(), [{"lr": 0.05}], max_epochs=6)
     first, second = moved.placements[0]
     assert first != second

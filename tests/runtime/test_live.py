@@ -3,7 +3,8 @@ and nothing else moves.
 
 Specified here: the exact set of legal moves, where each leads, the one-line message of an
 illegal move ("trial 7: can't continue when phase=TRAINING"), that an illegal move leaves
-the trial where it was, what a new trial's record holds, and how many epochs a batch holds.
+the trial where it was, what a new trial's record holds, how many epochs a batch holds, and
+what each move does to the record (the methods of LiveTrial named for the moves).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import pytest
 from hypersched_nb.errors import ConfigError, InvalidTransition
 from hypersched_nb.runtime import DaskRuntime
 from hypersched_nb.runtime._live import TRANSITIONS, LiveTrial, Phase, batch_size, move
+from hypersched_nb.runtime._messages import Epoch, Failed
+from hypersched_nb.runtime._slots import Slot
 from hypersched_nb.runtime.checkpoint import Checkpoint
 
 IDLE, QUEUED, PREPARING, TRAINING, READY, AHEAD = (
@@ -125,3 +128,170 @@ def test_a_batch_seconds_that_is_not_positive_is_refused_in_one_line():
         DaskRuntime(object, client=None, clock=None, metric="loss", checkpoint_dir=".",
                     batch_seconds=0)  # fmt: skip
     assert str(info.value) == "`batch_seconds` is 0, but must be > 0"
+
+
+# ---------------------------------------------------------------------- each move's effects
+
+
+class Task:
+    """A stand-in for a Dask future: its key is all a live trial keeps of it."""
+
+    def __init__(self, key: str):
+        self.key = key
+
+
+class Clock:
+    def __init__(self, now: float = 10.0):
+        self.t = now
+
+    def now(self) -> float:
+        return self.t
+
+
+def slots(*names: str) -> list[Slot]:
+    return [Slot(n, n, f"tcp://h:{i}", gpu=False) for i, n in enumerate(names)]
+
+
+def sender(log: list):
+    """``send`` for launch/proceed: records (rank, slot name, seq), returns a task."""
+
+    def send(rank, slot, seq):
+        log.append((rank, slot.name, seq))
+        return Task(f"{slot.name}-{seq}")
+
+    return send
+
+
+def training_trial(n_slots: int = 1, epochs: int = 1) -> LiveTrial:
+    trial = LiveTrial(7, token=1)
+    trial.start({"lr": 0.1}, n_slots, token=2, now=1.0, restore=False)
+    trial.place(slots(*"abcd"[:n_slots]))
+    trial.launch(sender([]), Clock(2.0))
+    if epochs > 1:  # a batch: reported once, then continued with a task of `epochs` epochs
+        trial.report(1, step=0.1, now=3.0, last=False)
+        trial.proceed(sender([]), Clock(3.0), epochs=epochs)
+    return trial
+
+
+def test_a_start_says_what_trains_and_starts_over_unless_restored():
+    trial = LiveTrial(7, token=1, reported=4, ckpt=Checkpoint("a", "0", 1, epoch=4))
+    trial.start({"lr": 0.1}, 2, token=9, now=5.0, restore=True)
+    assert (trial.config, trial.want, trial.token, trial.t_exec) == ({"lr": 0.1}, 2, 9, 5.0)
+    assert trial.reported == 4 and trial.ckpt is not None  # resumes where it was
+    trial.start({"lr": 0.2}, 1, token=10, now=6.0, restore=False)
+    assert trial.reported == 0 and trial.ckpt is None
+
+
+def test_a_start_on_a_trial_that_holds_workers_is_refused():
+    trial = training_trial()
+    with pytest.raises(InvalidTransition, match="trial 7: can't start when phase=TRAINING"):
+        trial.start({}, 1, token=9, now=5.0, restore=False)
+    assert trial.token == 2  # untouched
+
+
+def test_a_placed_trial_waits_for_pause_checkpoints_and_copies_on_their_way():
+    trial, (a, b) = LiveTrial(7, token=1), slots("a", "b")
+    b.save = Task("b's last tenant's pause")
+    trial.fetching_home(Task("copy home"))  # IDLE: noted, but no start waits yet
+    assert trial.deps == {}
+    trial.place([a, b])
+    assert trial.phase is PREPARING and trial.slots == [a, b] and trial.rendezvous is None
+    assert set(trial.deps) == {"b's last tenant's pause", "copy home"}
+    trial.wait_for(Task("port"))
+    assert not trial.unblocked(Task("port"))  # still waits for two others
+    assert not trial.unblocked(Task("unrelated"))
+    assert not trial.unblocked(Task("copy home"))
+    assert trial.unblocked(Task("b's last tenant's pause"))  # the last it waited for
+
+
+def test_a_launch_sends_every_rank_its_start_and_numbers_the_task():
+    trial, log = LiveTrial(7, token=1), []
+    trial.place(slots("a", "b"))
+    trial.launch(sender(log), Clock(4.0))
+    assert log == [(0, "a", 1), (1, "b", 1)]
+    assert trial.phase is TRAINING and trial.starting and (trial.batch, trial.left) == (1, 1)
+    assert set(trial.futures) == {0, 1} and trial.t_launch == 4.0
+
+
+@pytest.mark.parametrize(
+    ("move_name", "call"),
+    [
+        ("launch", lambda t: t.launch(sender([]), Clock())),
+        ("continue", lambda t: t.proceed(sender([]), Clock(), epochs=1)),
+        ("report", lambda t: t.report(1, step=0.1, now=1.0, last=True)),
+        ("resize", lambda t: t.resize(slots("z"), token=9, now=1.0)),
+    ],
+)
+def test_a_move_method_refuses_an_illegal_move_and_changes_nothing(move_name, call):
+    trial = LiveTrial(7, token=1)  # IDLE: none of these is legal
+    before = {name: getattr(trial, name) for name in LiveTrial.__slots__}
+    with pytest.raises(InvalidTransition) as info:
+        call(trial)
+    assert str(info.value) == f"trial 7: can't {move_name} when phase=IDLE"
+    assert {name: getattr(trial, name) for name in LiveTrial.__slots__} == before
+
+
+def test_a_report_of_a_batch_goes_ahead_until_its_last_epoch():
+    trial = training_trial(epochs=3)
+    assert trial.left == 3 and trial.t_exec == 3.0
+    epoch = trial.hear(0, Epoch(2, {"loss": 1.0}, 0.1), now=3.1)
+    assert epoch is not None
+    assert trial.report(2, step=0.1, now=3.1, last=False) is True
+    assert trial.phase is AHEAD and trial.left == 2 and trial.futures  # the batch trains on
+    trial.proceed(sender(sent := []), Clock(3.2), epochs=5)
+    assert sent == [] and trial.phase is TRAINING  # no task: the batch goes on
+    trial.hear(0, Epoch(3, {"loss": 0.9}, 0.1), now=3.3)
+    assert trial.report(3, step=0.2, now=3.3, last=True) is False  # done: its last
+    assert trial.phase is READY and trial.left == 0 and trial.futures == {}
+    assert (trial.reported, trial.step, trial.longest) == (3, 0.2, 0.2)
+
+
+def test_epochs_heard_while_the_driver_decides_are_recalled_one_per_continue():
+    trial = training_trial(epochs=3)
+    trial.hear(0, Epoch(2, {"loss": 1.0}, 0.1), now=3.1)
+    trial.report(2, step=0.1, now=3.1, last=False)
+    later = Epoch(3, {"loss": 0.9}, 0.1)
+    assert trial.hear(0, later, now=3.2) is None  # AHEAD: kept for the next Continue
+    assert trial.early == [later] and trial.expected == 4
+    assert trial.recall() is None  # not before that Continue
+    trial.proceed(sender([]), Clock(3.3), epochs=1)
+    assert trial.recall() is later and trial.outs == {0: later} and trial.early == []
+
+
+def test_a_trial_on_two_workers_is_heard_once_every_rank_answered():
+    trial = training_trial(n_slots=2)
+    assert trial.hear(1, Epoch(1, None, 0.1), now=3.0) is None
+    assert trial.hear(0, first := Epoch(1, {"loss": 1.0}, 0.1), now=3.0) is first
+    failed = Failed("boom")
+    assert trial.hear(0, failed, now=3.0) is failed  # a failure is acted on at once
+
+
+def test_a_vacated_trial_forgets_what_was_in_flight_and_gives_its_slots_back():
+    trial = training_trial(n_slots=2, epochs=1)
+    held = trial.slots
+    pause = Task("pause")
+    assert trial.vacate(token=9, saving=pause) == held
+    assert trial.phase is IDLE and trial.slots == [] and trial.token == 9
+    assert (trial.futures, trial.outs, trial.deps, trial.early, trial.left) == ({}, {}, {}, [], 0)
+    assert trial.saving is pause
+    trial.vacate(token=10)  # a stop while that pause's checkpoint is still being written
+    assert trial.saving is pause
+    trial.saved(Task("another"))
+    assert trial.saving is pause
+    trial.saved(pause)
+    assert trial.saving is None
+
+
+def test_a_resize_holds_the_new_slots_under_a_new_placement():
+    trial = training_trial(epochs=3)
+    trial.hear(0, Epoch(2, {"loss": 1.0}, 0.1), now=3.1)
+    trial.report(2, step=0.1, now=3.1, last=False)  # AHEAD: its batch is halted by the caller
+    new = slots("a", "b")
+    trial.resize(new, token=9, now=4.0)
+    assert trial.phase is PREPARING and trial.slots == new and trial.token == 9
+    assert (trial.futures, trial.early, trial.left, trial.t_exec) == ({}, [], 0, 4.0)
+
+
+def test_a_second_memory_kill_is_counted():
+    trial = LiveTrial(7, token=1)
+    assert trial.killed_for_memory() == 1 and trial.killed_for_memory() == 2

@@ -33,12 +33,49 @@ def test_an_unguarded_script_is_refused_in_one_line_before_any_worker_starts(tmp
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert done.returncode != 0
-    last = done.stderr.strip().splitlines()[-1]
-    assert last == (
-        "hypersched_nb.errors.ConfigError: search.py:7 starts a search when the file is "
-        f"imported, and Dask's worker processes import it again: {GUARD}"
+    line = (
+        "search.py:7 starts a search when the file is imported, and Dask's worker processes "
+        f"import it again: {GUARD}"
     )
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == line  # the first thing the user sees, above the traceback
+    assert lines[-1] == f"hypersched_nb.errors.ConfigError: {line}"  # which a caller can catch
     assert "Nanny" not in done.stderr and done.stderr.count("Traceback") == 1
+
+
+SPAWNED = """\
+import multiprocessing
+
+from hypersched_nb.runtime import cluster
+
+if __name__ != "__main__":  # only the spawned process, importing the script as a worker does
+    cluster.check_script_guard()
+
+
+def nothing():
+    pass
+
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=nothing)
+    child.start()
+    child.join()
+    raise SystemExit(child.exitcode)
+"""
+
+
+def test_a_spawned_process_importing_the_script_says_the_line_first_and_exits(tmp_path):
+    script = tmp_path / "search.py"
+    script.write_text(SPAWNED)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1  # the child's exit status
+    assert done.stderr.splitlines()[0] == (
+        "search.py:6 starts a search when the file is imported, and Dask's worker processes "
+        f"import it again: {GUARD}"
+    )
+    assert "Traceback" not in done.stderr
 
 
 def run_as_main(tmp_path, monkeypatch, source, *, name="__main__", spec=None):

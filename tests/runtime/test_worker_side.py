@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from hypersched_nb.runtime import _worker
+from hypersched_nb.runtime import _replicas, _worker, _worker_io
 from hypersched_nb.runtime._messages import BestBar, Epoch, Failed, Handover, SaveSpec, StartSpec
 from hypersched_nb.testing.trainables import TinyRegression
 
@@ -13,8 +13,8 @@ from hypersched_nb.testing.trainables import TinyRegression
 @pytest.fixture(autouse=True)
 def _clean_registry():
     yield
-    for tid in list(_worker._RESIDENT):
-        _worker.release(tid, _worker._RESIDENT[tid].token)
+    for tid in list(_replicas.RESIDENT):
+        _worker.release(tid, _replicas.RESIDENT[tid].token)
 
 
 def _spec(tmp_path, *, tid=0, token=1, config=None, replay=0, overhead=math.inf, factory=None):
@@ -199,7 +199,7 @@ def test_a_full_disk_keeps_the_epoch_and_says_its_checkpoint_was_not_written(tmp
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(_worker, "save_checkpoint", disk_full)
+    monkeypatch.setattr(_worker_io, "save_checkpoint", disk_full)
     out = _worker.step(0, 1, SaveSpec(str(tmp_path), math.inf, best=BestBar("loss", -1.0, None)))
 
     assert type(out) is Epoch and out.epoch == 2 and "loss" in out.metrics
@@ -217,7 +217,7 @@ def test_another_write_error_fails_the_trial_with_its_traceback(tmp_path, monkey
     def denied(*args, **kwargs):
         raise OSError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(_worker, "save_checkpoint", denied)
+    monkeypatch.setattr(_worker_io, "save_checkpoint", denied)
     out = _worker.step(0, 1, SaveSpec(str(tmp_path), math.inf))
     assert type(out) is Failed and "PermissionError: [Errno 13] Permission denied" in out.error
 
@@ -251,7 +251,7 @@ def test_a_batch_ends_at_the_boundary_after_a_halt_and_the_halt_goes_with_the_re
     assert [e.epoch for e in batch] == [2, 3]  # epoch 3, in flight when halted, ends the batch
     assert _worker.steps(0, 1, None, 10) == ()  # halted placement: no epoch more
     _worker.release(0, 1)
-    assert _worker._HALTED == set()  # forgotten with the replica it was for
+    assert _replicas.HALTED == set()  # forgotten with the replica it was for
 
 
 def test_a_batch_ends_at_an_epoch_that_says_done(tmp_path):

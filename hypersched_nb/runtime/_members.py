@@ -1,0 +1,139 @@
+"""The Dask runtime's workers: who is in the cluster, scaling it, and workers lost for memory.
+
+The scheduler's ``add-worker``/``remove-worker`` events (and a poll every ``poll`` seconds,
+should one be missed) say when to look again. A worker that leaves takes its trial with it:
+the tasks pinned to it are cancelled and the trial is reported in ``WorkersChanged.lost``,
+unless its nanny restarted it for exceeding its memory limit: that trial is halted the first
+time and failed the second (it would kill every worker in turn). A cluster resized from
+here (``ScaleCluster``) gives up its free workers, most recently freed first, and never
+hands out those on their way out.
+"""
+
+from __future__ import annotations
+
+from hypersched_nb.core import events
+from hypersched_nb.core.events import Event
+from hypersched_nb.errors import warn
+from hypersched_nb.runtime import _worker
+from hypersched_nb.runtime._board import TaskBoard, WarmTag
+from hypersched_nb.runtime._placements import Placements
+from hypersched_nb.runtime._slots import Slots
+
+__all__ = ["Members"]
+
+
+class Members:
+    """Follows the workers of ``client``'s cluster into ``slots``; the trials of
+    ``placements`` that lose one are vacated. ``directory`` is warmed on each new worker."""
+
+    def __init__(
+        self, client, clock, board: TaskBoard, slots: Slots, placements: Placements, *,
+        poll: float, directory: str,
+    ):  # fmt: skip
+        self._client, self._clock, self._board, self._slots = client, clock, board, slots
+        self._placements, self._poll, self._directory = placements, poll, directory
+        self._retired: set[str] = set()  # addresses of workers being scaled away
+        self._expect: int | None = None  # workers asked for by ScaleCluster, not yet there
+        self.next_poll = 0.0
+
+    def sync(self) -> list[Event]:
+        """Match the scheduler's workers: the WorkersChanged (and trials halted or failed
+        for memory) if they changed, else nothing."""
+        self.next_poll = self._clock.now() + self._poll
+        everyone = self._board.workers()
+        if everyone is None:  # the scheduler is unreachable for now: the next poll tries again
+            return []
+        self._retired &= set(everyone)
+        planned = self._planned()
+        workers = {
+            a: w for a, w in everyone.items()
+            if a not in self._retired and (planned is None or w.get("name") in planned)
+        }  # fmt: skip
+        gone, added = self._slots.sync(workers)
+        for s in added:  # torch's import takes seconds: done before a trial waits for it
+            self._board.submit(_worker.warm, self._directory, slot=s, tag=WarmTag(), name="hs-warm")
+        if not gone and not added:
+            return []
+        held = {s.addr: (s.name, s.memory_limit, s.tenant) for s in gone if s.tenant is not None}
+        lost = list(dict.fromkeys(tid for _, _, tid in held.values()))
+        self._board.cancel_off(workers)
+        trials = self._placements.trials
+        for tid in lost:  # what is left of its workers is freed (no task goes to the gone)
+            self._placements.vacate(trials[tid], save=False)
+        if self._expect is not None and len(self._slots) >= self._expect:
+            self._expect = None
+        self._placements.place_queued()
+        if self._expect is None:  # no workers on their way: what cannot be placed is lost
+            lost += self._placements.drop_queued()
+        now = self._clock.now()
+        killed = self._killed_for_memory(held, now)
+        lost = [tid for tid in lost if tid not in killed]
+        return [events.WorkersChanged(now, len(self._slots), tuple(lost)), *killed.values()]
+
+    def scale(self, workers: int) -> list[Event]:
+        """Ask the cluster for ``workers`` workers: fewer go at once (free ones, most
+        recently freed first); more are said by :meth:`sync` when they come."""
+        cluster = getattr(self._client, "cluster", None)
+        now = self._clock.now()
+        if cluster is None or not hasattr(cluster, "scale"):
+            warn(
+                "the cluster cannot be resized from here (attached by address): "
+                "ScaleCluster ignored"
+            )
+            return [events.WorkersChanged(now, len(self._slots))]
+        if workers >= len(self._slots):
+            self._expect = workers if workers > len(self._slots) else None
+            cluster.scale(workers)  # fewer than asked before: those not there yet go first
+            return []
+        self._expect = None
+        going = self._slots.free()[::-1][: len(self._slots) - workers]
+        self._retired.update(s.addr for s in going)
+        self._slots.retire(going)  # never handed out again, even before the scheduler sees
+        names = [s.raw_name for s in going] + self._on_their_way(cluster)
+        self._client.loop.add_callback(cluster.scale_down, names)
+        return [events.WorkersChanged(now, len(self._slots))]
+
+    def _killed_for_memory(self, held: dict[str, tuple], now: float) -> dict[int, Event]:
+        """Of the trials in ``held`` (the address of a worker gone -> its name, memory
+        limit and tenant), those whose worker its nanny restarted for exceeding its memory
+        limit: halted the first time, failed the second (it would kill every worker in turn)."""
+        out: dict[int, Event] = {}
+        for addr, rss in self._board.memory_restarts(held).items() if held else ():
+            name, limit, tid = held[addr]
+            if tid in out:
+                continue  # one of its other workers said so already
+            t = self._placements.trials[tid]
+            why = f"its worker {name} held {_gib(rss)} of its {_gib(limit)} memory limit and was restarted"
+            if t.killed_for_memory() == 1:
+                out[tid] = events.TrialHalted(tid, now, f"paused: {why}")
+            else:
+                out[tid] = events.TrialFailed(
+                    tid, now, f"{why}, a second time: give each worker more memory "
+                    "(LocalCluster's memory_limit=) or make the trial smaller", t.reported,
+                )  # fmt: skip
+        return out
+
+    def _planned(self) -> set | None:
+        """The names of the workers the cluster means to have (None: it does not say). A
+        worker it is closing may still register with the scheduler (a scale-down races its
+        start): it is never handed out."""
+        cluster = getattr(self._client, "cluster", None)
+        if not hasattr(cluster, "worker_spec"):
+            return None
+        for _ in range(3):  # the cluster's own thread may change its spec meanwhile
+            try:
+                return set(cluster.plan)
+            except RuntimeError:
+                continue
+        return None
+
+    def _on_their_way(self, cluster) -> list:
+        """Workers the cluster is still starting, asked for by an earlier ScaleCluster: a
+        smaller size cancels them (a ``LocalCluster`` keeps its target and would start
+        them, to be billed until the next shrink)."""
+        here = self._slots.raw_names()
+        return [name for name in list(getattr(cluster, "worker_spec", {})) if name not in here]
+
+
+def _gib(size: int) -> str:
+    return f"{size / 2**30:.2f} GiB" if size else "unlimited"
