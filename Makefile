@@ -4,12 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-cuda-nodeps.txt | sha1sum | cut -c1-12)
 
-.PHONY: demo test bench lint chromium
+.PHONY: demo test bench lint chromium docs
 
 $(STAMP): pyproject.toml requirements-cuda-nodeps.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=24"
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e ".[test,docs]"
 	# dask-cuda needs rapids-dask-dependency, which only the RAPIDS index has: take it
 	# without dependencies plus what it really imports (it is imported only on GPU machines).
 	$(PY) -m pip install -q --no-deps -r requirements-cuda-nodeps.txt
@@ -31,8 +31,13 @@ chromium:
 	else echo "chromium: not installed and not root, browser tests will skip"; fi
 
 # ruff's rules, its formatting and the import-linter contracts of pyproject.toml
-LINTED := hypersched_nb tests benchmarks scripts notebooks
+LINTED := hypersched_nb tests benchmarks scripts notebooks docs/_ext
 lint: $(STAMP)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check $(LINTED)
 	$(VENV)/bin/lint-imports
+
+# The documentation site (mkdocs.yml): strict, so a broken link or cross-reference fails;
+# into site/ (git-ignored). The notebooks are shown with their saved outputs, not run.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet

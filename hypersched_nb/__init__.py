@@ -7,7 +7,14 @@ on first use, so ``import hypersched_nb.core`` pulls in neither torch nor Dask.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hypersched_nb._lazy import lazy
+
+if TYPE_CHECKING:  # what the lazy table below names, for type checkers and the API reference
+    from hypersched_nb.notebook.experiment import Experiment
+    from hypersched_nb.train.context import TrainContext
+    from hypersched_nb.train.trainable import Trainable
 
 __version__ = "0.1.0"
 __all__ = ["Experiment", "Trainable", "TrainContext", "load_ipython_extension"]

@@ -15,7 +15,7 @@ __all__ = ["Trainable", "TrainContext"]
 
 
 class Trainable:
-    """Subclass and fill in the four methods (see the README's 20-line example)."""
+    """Subclass and fill in the four methods (the example of docs/guide/trainable.md)."""
 
     def setup(self, config: dict, ctx: TrainContext) -> None:
         raise NotImplementedError  # abstractmethod: every trainable defines it

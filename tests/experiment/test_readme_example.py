@@ -1,4 +1,5 @@
-"""The README's 20-line trainable, kept here verbatim so that it stays true."""
+"""The trainable example of docs/guide/trainable.md (once the README's), kept here verbatim so
+that it stays true (tests/test_docs.py checks the page shows this very code)."""
 
 import io
 
