@@ -54,6 +54,7 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
+import traceback  # noqa: E402
 import warnings  # noqa: E402
 from collections.abc import Mapping, Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -597,6 +598,10 @@ def _search_budget(args) -> float:
     return STARTED + args.budget_s - time.monotonic() - reserve
 
 
+class Refused(Exception):
+    """What is wrong, in one line for stderr, before the search starts (exit status 2)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _settle(args)
@@ -606,46 +611,54 @@ def main(argv: list[str] | None = None) -> int:
     watchdog = Watchdog(STARTED + args.budget_s - WATCHDOG_EARLY_S, args)
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # here and in the workers
     warnings.filterwarnings("ignore", message=r"Port \d+ is already in use")
+    try:
+        fig = run(args, watchdog)
+    except Refused as exc:
+        watchdog.cancel()
+        print(f"gpu_run.py: {exc}", file=sys.stderr)
+        return 2
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - said in the JSON line
+        watchdog.cancel()
+        traceback.print_exc()
+        fig = {"status": "failed", "phase": watchdog.phase, "error": f"{type(exc).__name__}: "
+               f"{exc}", "dry_run": args.dry_run, "minutes": args.minutes,
+               "wall_s": time.monotonic() - STARTED}  # fmt: skip
+    watchdog.cancel()
+    emit(fig, args.json)
+    return 0 if fig.get("best_val_acc") is not None else 1
+
+
+def run(args, watchdog: Watchdog) -> dict:
+    """The plain loop, the search and the figures (see the module's docstring)."""
     from hypersched_nb.errors import HyperschedError
 
-    watchdog.phase = "plain loop"
-    plain = plain_loop(args, until=STARTED + 0.25 * args.budget_s)
-    _say(f"plain loop, seconds per epoch by batch size: {plain}")
-    deadline_s = _search_budget(args)
-    if deadline_s < MIN_SEARCH_S:
-        watchdog.cancel()
-        print(f"gpu_run.py: --minutes {args.minutes:g} leaves {deadline_s:.0f} s for the "
-              f"search, but it needs >= {MIN_SEARCH_S:g} s: give more minutes", file=sys.stderr)  # fmt: skip
-        return 2
     folder = args.checkpoint_dir or tempfile.mkdtemp(prefix="gpu_run-")
     try:
-        try:
-            exp = build_experiment(args, deadline_s, folder)
-        except HyperschedError as exc:  # a bad --policy, --sampler, ...: one line
-            watchdog.cancel()
-            print(f"gpu_run.py: {exc}", file=sys.stderr)
-            return 2
+        try:  # a bad --policy or --sampler says so now, not after the plain loop
+            build_experiment(args, 60.0, folder)
+        except HyperschedError as exc:
+            raise Refused(str(exc)) from None
+        watchdog.phase = "plain loop"
+        plain = plain_loop(args, until=STARTED + 0.25 * args.budget_s)
+        _say(f"plain loop, seconds per epoch by batch size: {plain}")
+        deadline_s = _search_budget(args)
+        if deadline_s < MIN_SEARCH_S:
+            raise Refused(f"--minutes {args.minutes:g} leaves {deadline_s:.0f} s for the "
+                          f"search, but it needs >= {MIN_SEARCH_S:g} s: give more minutes")  # fmt: skip
+        exp = build_experiment(args, deadline_s, folder)
         gpus = args.gpus or (0 if args.dry_run else _cuda_count())
         sampler = NoSampler() if args.dry_run else NvmlSampler(gpus, args.interval)
         _say(f"search: {args.policy}, deadline {deadline_s:.0f} s, {_data(args)}")
         watchdog.phase = "search"
-        try:
-            snap, _, interrupted = run_search(exp, sampler, 5.0 if args.dry_run else 20.0)
-        except HyperschedError as exc:  # the search failed (fail-fast): one line
-            watchdog.cancel()
-            print(f"gpu_run.py: the search failed: {exc}", file=sys.stderr)
-            return 1
+        snap, _, interrupted = run_search(exp, sampler, 5.0 if args.dry_run else 20.0)
         watchdog.phase = "figures"
         results = journal_results(folder)
     finally:
         if args.checkpoint_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
-    fig = figures(args, {"snap": snap, "results": results, "plain": plain,
-                         "samples": sampler.samples, "interrupted": interrupted,
-                         "device": _device(args), "data": _data(args)})  # fmt: skip
-    watchdog.cancel()
-    emit(fig, args.json)
-    return 0 if fig["best_val_acc"] is not None else 1
+    return figures(args, {"snap": snap, "results": results, "plain": plain,
+                          "samples": sampler.samples, "interrupted": interrupted,
+                          "device": _device(args), "data": _data(args)})  # fmt: skip
 
 
 def _cuda_count() -> int:
