@@ -1,95 +1,99 @@
-"""A real deadline-bound ResNet-18 search on CUDA GPUs: how busy the GPUs were, and what the
-search's orchestration cost.
+"""A deadline-bound ResNet-18 search on the CUDA GPUs of this machine, within ``--minutes``
+of wall-clock time, start-up included: how busy the GPUs were and what the search cost
+against a plain training loop. It prints one JSON line on stdout (progress goes to stderr).
 
-    python benchmarks/gpu_run.py [--deadline 10m] [--gpus N] [--max-epochs 30]
-                                 [--policy hypersched] [--data-root DIR] [--json out.json]
-    python benchmarks/gpu_run.py --dry-run          # the same code on 2 CPU workers, ~20 s
+    python benchmarks/gpu_run.py --minutes 5          # on a GPU machine (docs/guide/gpu.md)
+    python benchmarks/gpu_run.py --dry-run            # the same code on 1 CPU worker, < 1 min
 
-What runs: ``hypersched_nb.Experiment`` of ``CIFARResNet18`` (torchvision's ResNet-18 for
-32x32 images, SGD) over its own space (lr, momentum, weight decay, batch size searched by
-TPE; the data settings fixed), under ``--policy`` (default ``hypersched``), until
-``--deadline``, on a local ``LocalCUDACluster`` of one Dask worker per GPU (what
-``start_cluster`` makes when torch sees CUDA GPUs and dask-cuda is installed; trials on
-several GPUs train data-parallel over NCCL). The data are synthetic CIFAR-shaped images
-(``data.cifar_standin``, CIFAR-10's size by default; nothing is downloaded), or CIFAR-10
-read from ``--data-root`` (torchvision's ``cifar-10-batches-py`` folder must be there).
+Nothing is downloaded and no dataset need be given: the data are *digits-32*
+(``hypersched_nb.train.digits32``), scikit-learn's 8×8 digits drawn again as 3×32×32 colour
+images (rotated, scaled, sheared, shifted, coloured, noisy): 20,000 training images from the
+1,437 training digits and 1,440 validation images from the 360 held-out ones, made on each
+process in about a second. Why these: they carry a real signal (validation accuracy measures
+unseen handwriting, and bad hyperparameters show), they have CIFAR-10's shape, so ResNet-18
+runs as it would on CIFAR-10, and their number sets an epoch's length (1.2 s at batch size
+256 to 3.2 s at 64 on an H200, training and validation), where the 1-D series of MNIST-1D
+would leave a GPU idle and an uploaded file would spend the little room a lent machine takes.
+``--data-root DIR`` trains on CIFAR-10 from ``DIR/cifar-10-batches-py`` instead.
 
-What is measured:
+What runs, in order, all inside ``--minutes``:
 
-* GPU utilisation, sampled with NVML (nvidia-ml-py) every ``--interval`` seconds on a
-  background thread from just before the search starts to its end (the cluster's start
-  included): per GPU and over all of them, *busy %* (the mean of NVML's ``utilization.gpu``,
-  the share of the last sample period in which a kernel ran) and *active share* (the share
-  of samples with ``utilization.gpu`` > 0), and the peak memory used;
-* worker-seconds, from the search's journal and its final ``exp.statistics()``:
-  *available* = ∫ workers dt over the search's wall time (workers × wall time on a cluster
-  that keeps its size; the wall time runs from ``exp.start()``, the cluster's start
-  included, to the end); *held* = Σ over epochs of the seconds a trial held its workers for
-  that epoch × its workers (the driver's ``Outcome.worker_seconds_busy``: step, checkpoint,
-  dispatch, start and restore); *in step()* = Σ over epochs of ``step()``'s own seconds ×
-  the trial's workers (each replica steps in lockstep; the trainable here times its
-  ``step()`` and reports it as the extra metric ``step_s``). An epoch cut off by the
-  deadline reports nothing, so it counts in neither;
-* **overhead ratio = available worker-seconds / worker-seconds in step()**: 1.0 when every
-  worker-second of the search went into training; what is above 1 is the cluster's start,
-  scheduling, checkpoints, restarts and idle workers (its inverse, the *step share*, is
-  printed too);
-* the best metric (``val_acc``), trials started and epochs trained.
+1. the *plain loop*: the same trainable (torchvision's ResNet-18 for 32×32 images, SGD, the
+   same data) trained in this process on GPU 0, with no Dask, no scheduler, no checkpoints:
+   one warm-up epoch, then two timed epochs for each batch size of the search space;
+2. the search: ``hypersched_nb.Experiment`` over the trainable's space (lr, momentum, weight
+   decay, batch size; TPE), policy ``--policy`` (HyperSched), on its normal path
+   (``cluster=None``: one dask-cuda worker per GPU), with the deadline that leaves
+   ``max(20 s, 8 %)`` of the budget for the end; NVML samples the GPUs meanwhile;
+3. the figures, from the search's snapshot and its journal, as one JSON line.
 
-Targets on a GPU host, 10-minute deadline, CIFAR-sized data: overall busy % >= 80 and an
-overhead ratio <= 1.25 (not yet measured).
+A watchdog prints a JSON line with ``"status": "out of time"`` and exits 3 if the run has not
+printed its figures 3 s before the budget ends (a cluster that would not start, say).
 
-Without a CUDA GPU, dask-cuda or nvidia-ml-py it exits with status 2 and one line saying
-what is missing (``pip install ".[cuda]"`` brings dask-cuda and nvidia-ml-py) before
-starting anything. ``--dry-run`` runs the same search on 2 CPU worker processes
-(``CUDA_VISIBLE_DEVICES=""``) with a 20 s deadline, tiny stand-in data and no GPU sampling:
-a check of this script's logic; its figures are CPU figures and are labelled so.
+The JSON line's fields are explained in docs/guide/gpu.md. Without what a GPU run needs (a
+CUDA GPU, dask-cuda, nvidia-ml-py, or any package the search imports) it exits 2 with one
+line on stderr naming what is missing, before starting anything. ``--dry-run`` runs the
+same code on 1 CPU worker process (``CUDA_VISIBLE_DEVICES=""``) within 54 s on 32
+training images, with no GPU sampling: a check of this script's logic whose figures are CPU
+figures (``"dry_run": true``).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
-import math
-import os
-import shutil
-import sys
-import tempfile
-import threading
 import time
-import warnings
-from collections.abc import Mapping, Sequence
-from pathlib import Path
 
-DRY_RUN = {"deadline": "20s", "workers": 2, "max_epochs": 3, "train": 32, "val": 16}
-GPU_RUN = {"deadline": "10m", "max_epochs": 30, "train": 50_000, "val": 10_000}
-TARGET_BUSY_PCT = 80.0
-TARGET_OVERHEAD = 1.25
+STARTED = time.monotonic()  # the budget counts from here (the interpreter's start aside)
+
+import argparse  # noqa: E402 - after the clock: the budget includes the imports
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import traceback  # noqa: E402
+import warnings  # noqa: E402
+from collections.abc import Mapping, Sequence  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import ClassVar  # noqa: E402
+
+DRY_RUN = {"minutes": 0.9, "workers": 1, "max_epochs": 3, "train": 32, "val": 16}
+GPU_RUN = {"minutes": 5.0, "max_epochs": 20, "train": 20_000, "val": 1_440}
+BATCH_SIZES = (64, 128, 256)  # the trainable's space: the plain loop times each
+WATCHDOG_EARLY_S = 3.0  # the watchdog speaks this long before the budget ends
+MIN_SEARCH_S = 10.0
+#: modules a run imports (package names for the missing line); dask-cuda and NVML: GPU only
+NEEDED = {
+    "torch": "torch", "torchvision": "torchvision", "sklearn": "scikit-learn",
+    "optuna": "optuna", "dask": "dask", "distributed": "distributed",
+}  # fmt: skip
+NEEDED_GPU = {"dask_cuda": "dask-cuda", "pynvml": "nvidia-ml-py"}
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--deadline", help="search budget, e.g. 10m (default 10m; dry run 20s)")
-    p.add_argument("--gpus", type=int, help="GPU workers (default: every GPU torch sees)")
-    p.add_argument("--max-epochs", type=int, help="epochs a trial may train (default 30; dry 3)")
+    p.add_argument(
+        "--minutes", type=float, help="wall-clock budget of the whole run (default 5; dry 0.9)"
+    )
+    p.add_argument("--gpus", type=int, help="GPU workers (default: one per GPU torch sees)")
+    p.add_argument("--max-epochs", type=int, help="epochs a trial may train (default 20; dry 3)")
     p.add_argument("--policy", default="hypersched", help="scheduling policy (default hypersched)")
     p.add_argument("--sampler", default="tpe", help="tpe, random or qmc (default tpe)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--data-root",
-        help="offline CIFAR-10 here (its cifar-10-batches-py) instead of stand-in data",
-    )
-    p.add_argument("--standin-train", type=int, help="stand-in training images (default 50000)")
-    p.add_argument("--standin-val", type=int, help="stand-in validation images (default 10000)")
+    p.add_argument("--train-images", type=int, help="digits-32 training images (default 20000)")
+    p.add_argument("--val-images", type=int, help="digits-32 validation images (default 1440)")
+    p.add_argument("--data-root", help="train on CIFAR-10 from DIR/cifar-10-batches-py instead")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between GPU samples")
     p.add_argument("--checkpoint-dir", help="keep the search's checkpoints here (default: temp)")
-    p.add_argument("--json", help="write the figures to this file")
+    p.add_argument("--json", help="also write the figures to this file")
     p.add_argument(
         "--dry-run",
         "--cpu-smoke",
         action="store_true",
-        help="the same code on 2 CPU workers, 20 s, tiny data, no GPU sampling",
+        help="the same code on 1 CPU worker, 54 s, 32 images, no GPU sampling",
     )
     return p
 
@@ -97,47 +101,64 @@ def _parser() -> argparse.ArgumentParser:
 def _settle(args) -> None:
     """Fill in the defaults that depend on --dry-run."""
     base = DRY_RUN if args.dry_run else GPU_RUN
-    args.deadline = args.deadline or base["deadline"]
+    args.minutes = args.minutes if args.minutes is not None else base["minutes"]
     args.max_epochs = args.max_epochs or base["max_epochs"]
-    args.standin_train = args.standin_train or base["train"]
-    args.standin_val = args.standin_val or base["val"]
+    args.train_images = args.train_images or base["train"]
+    args.val_images = args.val_images or base["val"]
+    args.budget_s = 60.0 * args.minutes
 
 
 # ------------------------------------------------------------------ what must be there
 
 
-def missing_for_gpu() -> str | None:
-    """One line saying what this machine lacks for a GPU run (None: nothing)."""
-    import torch
-
+def missing_for_run(gpu: bool) -> str | None:
+    """One line saying what this machine lacks for the run (None: nothing)."""
+    needed = {**NEEDED, **(NEEDED_GPU if gpu else {})}
+    absent = [package for module, package in needed.items() if not _importable(module)]
     lacks = []
-    if not torch.cuda.is_available():
-        lacks.append(f"no CUDA GPU (torch.cuda.is_available() is False; torch {torch.__version__})")
-    packages = [
-        package
-        for module, package in (("dask_cuda", "dask-cuda"), ("pynvml", "nvidia-ml-py"))
-        if importlib.util.find_spec(module) is None
-    ]
-    if packages:
-        lacks.append(f"{' and '.join(packages)} not installed")
+    if gpu and "torch" not in absent:
+        import torch
+
+        if not torch.cuda.is_available():
+            lacks.append(
+                f"no CUDA GPU (torch.cuda.is_available() is False; torch {torch.__version__})"
+            )
+    if absent:
+        lacks.append(f"{', '.join(absent)} not installed")
     if not lacks:
         return None
+    fix = 'pip install ".[cuda]"' if gpu else 'pip install ".[test]"'
+    dry = ", or add --dry-run for a CPU run" if gpu else ""
     return (
-        f"gpu_run.py: {'; '.join(lacks)}: run it on a CUDA host with "
-        f'pip install ".[cuda]" (dask-cuda, nvidia-ml-py), or add --dry-run for a CPU smoke run'
+        f"gpu_run.py: {'; '.join(lacks)}: run it where {fix} has been installed "
+        f"(offline GPU machines: docs/guide/gpu.md){dry}"
     )
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def check_args(args) -> str | None:
     """One line on what is wrong with the options (None: nothing)."""
-    if args.gpus is not None and args.gpus < 1:
-        return f"gpu_run.py: --gpus is {args.gpus}, but must be >= 1"
-    if not (math.isfinite(args.interval) and args.interval > 0):
-        return f"gpu_run.py: --interval is {args.interval}, but must be > 0 seconds"
+    for name, value, low in (
+        ("--gpus", args.gpus, 1),
+        ("--train-images", args.train_images, 1),
+        ("--val-images", args.val_images, 1),
+        ("--max-epochs", args.max_epochs, 1),
+    ):
+        if value is not None and value < low:
+            return f"gpu_run.py: {name} is {value}, but must be >= {low}"
+    for name, value in (("--interval", args.interval), ("--minutes", args.minutes)):
+        if not (math.isfinite(value) and value > 0):
+            return f"gpu_run.py: {name} is {value}, but must be > 0"
     if args.data_root is not None and not (Path(args.data_root) / "cifar-10-batches-py").is_dir():
         return (
             f"gpu_run.py: --data-root {args.data_root} holds no cifar-10-batches-py folder "
-            "(nothing is downloaded here); leave it out to train on stand-in data"
+            "(nothing is downloaded here); leave it out to train on digits-32"
         )
     if args.dry_run:
         return None
@@ -149,54 +170,93 @@ def check_args(args) -> str | None:
     return None
 
 
-# ------------------------------------------------------------------ the search
+# ------------------------------------------------------------------ the trainable
 
 
-def timed_trainable():
-    """``CIFARResNet18`` whose ``step()`` also reports its own seconds as ``step_s``.
+def resnet18_trainable():
+    """``CIFARResNet18`` that also trains on digits-32 (``dataset="digits32"``).
 
     Made in a function so that importing this script (as Dask's worker processes do) stays
     light; Dask pickles the class by value."""
     from hypersched_nb.train.examples import CIFARResNet18
 
-    class TimedResNet18(CIFARResNet18):
+    class ResNet18(CIFARResNet18):
         __doc__ = CIFARResNet18.__doc__
+        defaults: ClassVar[dict] = {
+            **CIFARResNet18.defaults, "train_images": 20_000, "val_images": 1_440,
+        }  # fmt: skip
 
-        def step(self) -> dict:
+        def load_data(self, config: dict):
+            if config["dataset"] != "digits32":
+                return super().load_data(config)
+            from hypersched_nb.train.digits32 import digits32
+
+            return digits32(train=int(config["train_images"]), val=int(config["val_images"]))
+
+    return ResNet18
+
+
+def fixed_config(args) -> dict:
+    """The data settings every trial and the plain loop share."""
+    if args.data_root is not None:
+        return {"dataset": "cifar10", "data_root": str(args.data_root), "download": False}
+    return {"dataset": "digits32", "augment": False, "train_images": args.train_images,
+            "val_images": args.val_images}  # fmt: skip
+
+
+def plain_loop(args, until: float) -> dict[int, float | None]:
+    """Seconds of one epoch of the trainable's own ``step()`` per batch size, trained here
+    on GPU 0 (a CPU thread in the dry run) with nothing around it: after one warm-up epoch,
+    the median of two timed epochs (one in the dry run). Batch sizes of at least the
+    training set's size train the same epoch (one batch), timed once. A batch size not
+    reached by ``until`` (monotonic seconds) is None."""
+    import torch
+
+    from hypersched_nb.train.context import TrainContext
+
+    device = "cpu" if args.dry_run else "cuda:0"
+    if args.dry_run:
+        torch.set_num_threads(1)  # as each single-threaded worker process
+    cls, timed, seen = resnet18_trainable(), 1 if args.dry_run else 2, {}
+    for batch in BATCH_SIZES:
+        same = min(batch, args.train_images)  # the batch the loader really makes
+        if same in seen or time.monotonic() >= until:
+            continue
+        trainable = cls()
+        trainable.setup({**fixed_config(args), "batch_size": batch}, TrainContext(device=device))
+        seconds = []
+        for _ in range(timed + (1 if not seen or not args.dry_run else 0)):
             t0 = time.perf_counter()
-            out = super().step()  # ends with .tolist(): the device has finished the epoch
-            return {**out, "step_s": time.perf_counter() - t0}
+            trainable.step()  # ends with .tolist(): the device has finished the epoch
+            seconds.append(time.perf_counter() - t0)
+        seen[same] = statistics.median(seconds[-timed:])
+        trainable.teardown()
+    if not args.dry_run:
+        torch.cuda.empty_cache()  # leave the GPU to the worker
+    return {batch: seen.get(min(batch, args.train_images)) for batch in BATCH_SIZES}
 
-    return TimedResNet18
+
+# ------------------------------------------------------------------ the search
 
 
-def search_space(args) -> dict:
-    """``CIFARResNet18.space()`` searched, the data settings fixed."""
+def build_experiment(args, deadline_s: float, checkpoint_dir: str):
+    """The search, on the normal path (``cluster=None``: a worker per GPU); nothing starts
+    until its ``start()``."""
+    from hypersched_nb import Experiment
     from hypersched_nb.train.examples import CIFARResNet18
 
-    if args.data_root is not None:
-        fixed = {"dataset": "cifar10", "data_root": str(args.data_root), "download": False}
-    else:
-        fixed = {"dataset": "standin", "standin_train": args.standin_train,
-                 "standin_val": args.standin_val}  # fmt: skip
-    return {**CIFARResNet18.space(), **fixed}
-
-
-def build_experiment(args, checkpoint_dir: str):
-    """The search: nothing starts until its ``start()``."""
-    from hypersched_nb import Experiment
-
+    cluster = DRY_RUN["workers"] if args.dry_run else args.gpus  # None: every GPU
     return Experiment(
-        timed_trainable(), search_space(args), metric="val_acc", mode="max",
-        deadline=args.deadline, max_epochs=args.max_epochs, policy=args.policy,
-        cluster=args.workers, sampler=args.sampler, seed=args.seed,
-        checkpoint_dir=checkpoint_dir,
+        resnet18_trainable(), {**CIFARResNet18.space(), **fixed_config(args)},
+        metric="val_acc", mode="max", deadline=f"{deadline_s:.1f}s",
+        max_epochs=args.max_epochs, policy=args.policy, cluster=cluster,
+        sampler=args.sampler, seed=args.seed, checkpoint_dir=checkpoint_dir,
     )  # fmt: skip
 
 
 def run_search(exp, sampler, every: float):
-    """Run the search while ``sampler`` samples, with a progress line every ``every``
-    seconds; return ``(final snapshot, wall seconds, whether Ctrl-C stopped it)``."""
+    """Run the search while ``sampler`` samples, with a progress line on stderr every
+    ``every`` seconds; return ``(final snapshot, wall seconds, whether Ctrl-C stopped it)``."""
     interrupted = False
     t0 = time.perf_counter()
     sampler.start()
@@ -205,16 +265,20 @@ def run_search(exp, sampler, every: float):
         last = time.monotonic()
         while not exp.wait(0.5):
             if time.monotonic() - last >= every:
-                print(f"  {exp.statistics().progress_line()}", flush=True)
+                _say(f"  {exp.statistics().progress_line()}")
                 last = time.monotonic()
     except KeyboardInterrupt:
         interrupted = True
-        print("  stopping (Ctrl-C) ...", flush=True)
+        _say("  stopping (Ctrl-C) ...")
         if exp.statistics().status != "created":
             exp.stop()
     finally:
         sampler.stop()
     return exp.statistics(), time.perf_counter() - t0, interrupted
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------ GPU sampling
@@ -332,27 +396,11 @@ def utilisation_summary(samples: Mapping[str, Sequence[tuple]]) -> dict:
     return {"per_gpu": per_gpu, "overall": {**overall, "readings": len(every), **figures(every)}}
 
 
-# ------------------------------------------------------------------ worker-seconds
-
-
-def epoch_seconds(results: Sequence[Mapping]) -> dict:
-    """From the search's ``Result`` records: ``epochs`` reported, ``held`` worker-seconds
-    (``(seconds + startup) × workers``) and ``in_step`` worker-seconds (``step_s × workers``;
-    ``untimed``: results without a ``step_s``)."""
-    held = in_step = 0.0
-    untimed = 0
-    for r in results:
-        held += (r["seconds"] + r["startup"]) * r["workers"]
-        step = (r.get("info") or {}).get("step_s")
-        if step is None:
-            untimed += 1
-        else:
-            in_step += float(step) * r["workers"]
-    return {"epochs": len(results), "held": held, "in_step": in_step, "untimed": untimed}
+# ------------------------------------------------------------------ the search's own times
 
 
 def journal_results(checkpoint_dir: str) -> list[Mapping]:
-    """Every ``Result`` the search's driver took in, from its journal."""
+    """Every ``Result`` the search's driver took in, from its journal, in order."""
     from hypersched_nb.experiment.journal import read_journal
 
     return [
@@ -362,6 +410,33 @@ def journal_results(checkpoint_dir: str) -> list[Mapping]:
         for event in record["events"]
         if event.get("type") == "Result"
     ]
+
+
+def startup_times(results: Sequence[Mapping]) -> dict[str, list[float]]:
+    """The runtime's own ``startup`` seconds before an epoch, by what preceded it: ``start``
+    (a trial's first epoch: its worker builds the trainable), ``resize`` (a trial's worker
+    count changed since its last epoch: checkpoint, a new process group, restore on every
+    rank) and ``resume`` (same count, after a pause: the checkpoint read, checked and loaded
+    on a worker, which is a migration when it is another one)."""
+    out: dict[str, list[float]] = {"start": [], "resize": [], "resume": []}
+    workers: dict[int, int] = {}
+    for r in results:
+        tid, startup = r["trial_id"], float(r["startup"])
+        before = workers.get(tid)
+        workers[tid] = r["workers"]
+        if before is None:
+            out["start"].append(startup)
+        elif before != r["workers"]:
+            out["resize"].append(startup)
+        elif startup > 0:
+            out["resume"].append(startup)
+    return out
+
+
+def _times(xs: Sequence[float]) -> dict:
+    if not xs:
+        return {"count": 0, "median_s": None, "max_s": None}
+    return {"count": len(xs), "median_s": statistics.median(xs), "max_s": max(xs)}
 
 
 def available_worker_seconds(capacity: Sequence[tuple[float, int]], end: float) -> float:
@@ -376,128 +451,81 @@ def available_worker_seconds(capacity: Sequence[tuple[float, int]], end: float) 
     return total + workers * max(0.0, end - at)
 
 
-def overhead(snap, results: Sequence[Mapping]) -> dict:
-    """The worker-second figures and the overhead ratio (see the module's docstring)."""
-    seconds = epoch_seconds(results)
-    available = available_worker_seconds(snap.capacity, snap.time)
-    in_step = seconds["in_step"]
+def overhead(
+    results: Sequence[Mapping],
+    batch_of: Mapping[int, int],
+    plain: Mapping[int, float | None],
+    worker_seconds: float,
+) -> dict:
+    """The search against the plain loop, over the epochs whose batch size the plain loop
+    timed: ``overhead_ratio`` = the search's worker-seconds (every worker, from ``start()``
+    to the end, the cluster's start included) / the plain loop's seconds for the epochs the
+    search trained; ``epoch_ratio`` = the median over epochs of (the epoch's seconds + its
+    startup) / the plain loop's epoch at its batch size (the cost inside an epoch alone)."""
+    plain_total, ratios = 0.0, []
+    for r in results:
+        base = plain.get(batch_of.get(r["trial_id"]))
+        if base:
+            plain_total += base * r["workers"]
+            ratios.append((float(r["seconds"]) + float(r["startup"])) / base)
+    compared = len(ratios) == len(results)
     return {
-        "wall_s": snap.time,
-        "workers": snap.workers,
-        "cluster_start_s": snap.capacity[0][0] if snap.capacity else None,
-        "available_worker_s": available,
-        "held_worker_s": seconds["held"],
-        "step_worker_s": in_step,
-        "held_share": seconds["held"] / available if available else None,
-        "step_share": in_step / available if available else None,
-        "overhead_ratio": available / in_step if in_step else None,
-        "epochs_reported": seconds["epochs"],
-        "epochs_untimed": seconds["untimed"],
+        "overhead_ratio": worker_seconds / plain_total if plain_total and compared else None,
+        "epoch_ratio": statistics.median(ratios) if ratios else None,
+        "plain_s_for_these_epochs": plain_total,
     }
 
 
-# ------------------------------------------------------------------ report
+# ------------------------------------------------------------------ the JSON line
 
 
-def search_figures(snap, wall: float, interrupted: bool) -> dict:
+def figures(args, run: Mapping) -> dict:
+    """The one JSON line (see docs/guide/gpu.md)."""
+    snap, results, plain = run["snap"], run["results"], run["plain"]
+    batch_of = {row.trial_id: int(row.config.get("batch_size", 0)) for row in snap.trials}
+    worker_s = available_worker_seconds(snap.capacity, snap.time)
+    util = None if args.dry_run else utilisation_summary(run["samples"])["overall"]
+    starts = startup_times(results)
     best = snap.best
     return {
-        "status": "stopped by Ctrl-C" if interrupted else snap.status,
+        "status": "stopped by Ctrl-C" if run["interrupted"] else snap.status,
+        "dry_run": args.dry_run,
+        "device": run["device"],
+        "workers": snap.workers,
+        "minutes": args.minutes,
+        "wall_s": time.monotonic() - STARTED,
+        "search_s": snap.time,
+        "cluster_start_s": snap.capacity[0][0] if snap.capacity else None,
+        "gpu_busy_pct": None if util is None else util["busy_pct"],
+        "gpu_active_share": None if util is None else util["active_share"],
+        "gpu_samples": None if util is None else util["samples"],
+        **overhead(results, batch_of, plain, worker_s),
+        "worker_s": worker_s,
+        "plain_epoch_s": {str(b): s for b, s in plain.items()},
+        "trials": sum(1 for r in snap.trials if r.started_at is not None),
+        "epochs": len(results),
+        "best_val_acc": None if best is None else best.metric,
+        "best_trial": None if best is None else best.trial_id,
+        "best_epoch": None if best is None else best.epoch,
+        "best_config": None if best is None else _searched(best.config),
+        "start_s": _times(starts["start"]),
+        "resize_s": _times(starts["resize"]),
+        "resume_s": _times(starts["resume"]),
+        "policy": args.policy,
+        "max_epochs": args.max_epochs,
+        "data": run["data"],
         "error": snap.error,
-        "wall_s_measured": wall,
-        "trials_started": sum(1 for r in snap.trials if r.started_at is not None),
-        "epochs_trained": sum(r.epochs for r in snap.trials),
-        "best": None
-        if best is None
-        else {
-            "metric": best.metric,
-            "trial": best.trial_id,
-            "epoch": best.epoch,
-            "config": dict(best.config),
-        },  # fmt: skip
     }
 
 
-def _fmt(value, spec: str = ".1f", none: str = "n/a") -> str:
-    return none if value is None else format(value, spec)
-
-
-def print_report(fig: dict) -> None:
-    run, s, o, u = fig["run"], fig["search"], fig["overhead"], fig["utilisation"]
-    print(f"\n{run['label']}")
-    best = s["best"]
-    where = "none before the deadline"
-    if best is not None:
-        where = f"{best['metric']:.4f} (trial {best['trial']}, epoch {best['epoch']})"
-    print(
-        f"search: {s['status']}, {o['wall_s']:.1f} s (cluster start "
-        f"{_fmt(o['cluster_start_s'])} s); trials started {s['trials_started']}, epochs trained "
-        f"{s['epochs_trained']}; best val_acc {where}"
-    )
-    if u is None:
-        print("GPU utilisation: not sampled (CPU dry run: no GPU, no NVML)")
-    else:
-        print(f"{'GPU':<5}{'name':<28}{'samples':>8}{'busy %':>8}{'active':>8}{'peak GiB':>10}")
-        for gpu, g in u["per_gpu"].items():
-            name = fig["gpu_names"].get(gpu, "")[:27]
-            print(
-                f"{gpu:<5}{name:<28}{g['samples']:>8}{_fmt(g['busy_pct']):>8}"
-                f"{_fmt(g['active_share'], '.2f'):>8}{_fmt(g['peak_mem_gib'], '.2f'):>10}"
-            )
-        a = u["overall"]
-        print(
-            f"{'all':<33}{a['samples']:>8}{_fmt(a['busy_pct']):>8}"
-            f"{_fmt(a['active_share'], '.2f'):>8}"
-        )
-    kind = "CPU worker" if run["dry_run"] else "GPU worker"
-    print(
-        f"{kind}-seconds: available {o['available_worker_s']:.1f} ({o['workers']} workers over "
-        f"{o['wall_s']:.1f} s), held by trials {o['held_worker_s']:.1f} "
-        f"({_fmt(_pct(o['held_share']))} %), in step() {o['step_worker_s']:.1f} "
-        f"({_fmt(_pct(o['step_share']))} %)"
-    )
-    print(f"overhead ratio (available / in step()): {_fmt(o['overhead_ratio'], '.3f')}")
-    if not run["dry_run"]:
-        _print_targets(u["overall"]["busy_pct"], o["overhead_ratio"])
-
-
-def _pct(share: float | None) -> float | None:
-    return None if share is None else 100 * share
-
-
-def _print_targets(busy: float | None, ratio: float | None) -> None:
-    for what, value, ok in (
-        (f"overall busy % >= {TARGET_BUSY_PCT:g}", busy, (busy or 0.0) >= TARGET_BUSY_PCT),
-        (
-            f"overhead ratio <= {TARGET_OVERHEAD:g}",
-            ratio,
-            ratio is not None and ratio <= TARGET_OVERHEAD,
-        ),
-    ):
-        print(f"target: {what} -> {_fmt(value, '.3g')} ({'met' if ok else 'NOT met'})")
-
-
-def _label(args) -> str:
-    data = (
-        f"CIFAR-10 from {args.data_root}"
-        if args.data_root
-        else f"stand-in data {args.standin_train}/{args.standin_val} images"
-    )
-    where = (
-        f"{args.workers} CPU workers (DRY RUN: CPU figures, not GPU figures)"
-        if args.dry_run
-        else f"{args.workers} GPU workers (LocalCUDACluster)"
-    )
-    return (
-        f"ResNet-18 search, {args.policy}, deadline {args.deadline}, max {args.max_epochs} "
-        f"epochs, {where}, {data}"
-    )
+def _searched(config: Mapping) -> dict:
+    return {k: config[k] for k in ("lr", "momentum", "weight_decay", "batch_size") if k in config}
 
 
 def _plain(value):
-    """JSON-ready: NaN and infinities as None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    """JSON-ready: NaN and infinities as None, floats to 4 significant digits."""
+    if isinstance(value, float):
+        return float(f"{value:.4g}") if math.isfinite(value) else None
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -505,68 +533,146 @@ def _plain(value):
     return value
 
 
+def emit(fig: Mapping, json_path: str | None = None) -> None:
+    """The JSON line on stdout (and, indented, in ``json_path``)."""
+    fig = _plain(fig)
+    print(json.dumps(fig, allow_nan=False), flush=True)
+    if json_path:
+        Path(json_path).write_text(json.dumps(fig, indent=2, allow_nan=False) + "\n")
+
+
+class Watchdog:
+    """At ``at`` (monotonic seconds), print a JSON line saying the run is out of time, with
+    the phase it was in, and end the process with status 3; ``cancel()`` once the figures
+    are out."""
+
+    def __init__(self, at: float, args) -> None:
+        self.phase = "starting"
+        self._args = args
+        self._lock = threading.Lock()
+        self._done = False
+        self._timer = threading.Timer(max(0.0, at - time.monotonic()), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            emit({"status": "out of time", "phase": self.phase, "dry_run": self._args.dry_run,
+                  "minutes": self._args.minutes, "wall_s": time.monotonic() - STARTED})  # fmt: skip
+            os._exit(3)
+
+
 # ------------------------------------------------------------------ main
 
 
 def _prepare(args) -> int | None:
     """Check what a run needs, in one line on stderr: an exit status where it cannot run."""
-    problem = (None if args.dry_run else missing_for_gpu()) or check_args(args)
+    problem = missing_for_run(gpu=not args.dry_run) or check_args(args)
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
     if args.dry_run:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # CPU workers, even on a GPU host
-        args.workers = DRY_RUN["workers"]
-    else:
-        import torch
-
-        args.workers = args.gpus or torch.cuda.device_count()
     return None
 
 
-def main() -> int:
-    args = _parser().parse_args()
+def _device(args) -> str:
+    if args.dry_run:
+        return "cpu (dry run)"
+    import torch
+
+    return torch.cuda.get_device_name(0)
+
+
+def _search_budget(args) -> float:
+    """Seconds the search may take from now: what is left, less the end's reserve."""
+    reserve = max(20.0, 0.08 * args.budget_s) if not args.dry_run else 8.0
+    return STARTED + args.budget_s - time.monotonic() - reserve
+
+
+class Refused(Exception):
+    """What is wrong, in one line for stderr, before the search starts (exit status 2)."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     _settle(args)
     status = _prepare(args)
     if status is not None:
         return status
+    watchdog = Watchdog(STARTED + args.budget_s - WATCHDOG_EARLY_S, args)
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # here and in the workers
     warnings.filterwarnings("ignore", message=r"Port \d+ is already in use")
+    try:
+        fig = run(args, watchdog)
+    except Refused as exc:
+        watchdog.cancel()
+        print(f"gpu_run.py: {exc}", file=sys.stderr)
+        return 2
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - said in the JSON line
+        watchdog.cancel()
+        traceback.print_exc()
+        fig = {"status": "failed", "phase": watchdog.phase, "error": f"{type(exc).__name__}: "
+               f"{exc}", "dry_run": args.dry_run, "minutes": args.minutes,
+               "wall_s": time.monotonic() - STARTED}  # fmt: skip
+    watchdog.cancel()
+    emit(fig, args.json)
+    return 0 if fig.get("best_val_acc") is not None else 1
+
+
+def run(args, watchdog: Watchdog) -> dict:
+    """The plain loop, the search and the figures (see the module's docstring)."""
     from hypersched_nb.errors import HyperschedError
 
     folder = args.checkpoint_dir or tempfile.mkdtemp(prefix="gpu_run-")
     try:
-        try:
-            exp = build_experiment(args, folder)
-        except HyperschedError as exc:  # a bad --policy, --deadline, ...: one line
-            print(f"gpu_run.py: {exc}", file=sys.stderr)
-            return 2
-        sampler = NoSampler() if args.dry_run else NvmlSampler(args.workers, args.interval)
-        print(_label(args), flush=True)
-        try:
-            snap, wall, interrupted = run_search(exp, sampler, 5.0 if args.dry_run else 30.0)
-        except HyperschedError as exc:  # the search failed (fail-fast): one line
-            print(f"gpu_run.py: the search failed: {exc}", file=sys.stderr)
-            return 1
+        try:  # a bad --policy or --sampler says so now, not after the plain loop
+            build_experiment(args, 60.0, folder)
+        except HyperschedError as exc:
+            raise Refused(str(exc)) from None
+        watchdog.phase = "plain loop"
+        plain = plain_loop(args, until=STARTED + 0.25 * args.budget_s)
+        _say(f"plain loop, seconds per epoch by batch size: {plain}")
+        deadline_s = _search_budget(args)
+        if deadline_s < MIN_SEARCH_S:
+            raise Refused(
+                f"--minutes {args.minutes:g} leaves {deadline_s:.0f} s for the search, but it "
+                f"needs >= {MIN_SEARCH_S:g} s: give more minutes"
+            )
+        exp = build_experiment(args, deadline_s, folder)
+        gpus = args.gpus or (0 if args.dry_run else _cuda_count())
+        sampler = NoSampler() if args.dry_run else NvmlSampler(gpus, args.interval)
+        _say(f"search: {args.policy}, deadline {deadline_s:.0f} s, {_data(args)}")
+        watchdog.phase = "search"
+        snap, _, interrupted = run_search(exp, sampler, 5.0 if args.dry_run else 20.0)
+        watchdog.phase = "figures"
         results = journal_results(folder)
     finally:
         if args.checkpoint_dir is None:
             shutil.rmtree(folder, ignore_errors=True)
-    fig = {
-        "run": {"label": _label(args), "dry_run": args.dry_run, "policy": args.policy,
-                "deadline": args.deadline, "workers": args.workers,
-                "max_epochs": args.max_epochs, "data_root": args.data_root,
-                "standin": [args.standin_train, args.standin_val]},
-        "gpu_names": dict(sampler.names),
-        "search": search_figures(snap, wall, interrupted),
-        "overhead": overhead(snap, results),
-        "utilisation": None if args.dry_run else utilisation_summary(sampler.samples),
-    }  # fmt: skip
-    print_report(fig)
-    if args.json:
-        Path(args.json).write_text(json.dumps(_plain(fig), indent=2, allow_nan=False) + "\n")
-        print(f"figures: {args.json}")
-    return 0 if fig["search"]["best"] is not None else 1
+    return figures(args, {"snap": snap, "results": results, "plain": plain,
+                          "samples": sampler.samples, "interrupted": interrupted,
+                          "device": _device(args), "data": _data(args)})  # fmt: skip
+
+
+def _cuda_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def _data(args) -> str:
+    if args.data_root:
+        return f"CIFAR-10 from {args.data_root}"
+    return f"digits-32, {args.train_images} train / {args.val_images} validation images"
 
 
 if __name__ == "__main__":

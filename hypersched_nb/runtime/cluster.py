@@ -133,10 +133,16 @@ def _local_cluster(workers: int | None, threads: int):
     gpus = _cuda_devices()
     if gpus:
         if importlib.util.find_spec("dask_cuda") is not None:
+            import dask
             from dask_cuda import LocalCUDACluster
 
             n = gpus if workers is None else min(workers, gpus)
-            return LocalCUDACluster(n_workers=n, resources={"GPU": 1}, host="127.0.0.1", **common)
+            # LocalCUDACluster passes a `config` of its own to LocalCluster (a second one is a
+            # TypeError); its nannies, made before it returns, copy the global config instead
+            with dask.config.set(common.pop("config")):
+                return LocalCUDACluster(
+                    n_workers=n, resources={"GPU": 1}, host="127.0.0.1", **common
+                )
         warn(
             f"{gpus} CUDA GPU(s) found, but dask-cuda is not installed "
             "(pip install 'hypersched_nb[cuda]'): training on CPU worker processes"

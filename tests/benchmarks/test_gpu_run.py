@@ -1,4 +1,5 @@
-"""benchmarks/gpu_run.py: its one-line refusal without a GPU, its figures, and its CPU dry run.
+"""benchmarks/gpu_run.py: its one-line refusal without a GPU, its watchdog, its figures, and
+its CPU dry run, whose one JSON line is the GPU run's.
 
 The script is not a module of the package: it is loaded from its path."""
 
@@ -6,7 +7,6 @@ import json
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,35 +19,66 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_run.py"
 gpu_run = load_script(SCRIPT)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
-def test_without_cuda_it_exits_2_with_one_line_before_starting_anything(tmp_path):
-    t0 = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--json", str(tmp_path / "out.json")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+def run_script(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True,
+        timeout=timeout,
     )  # fmt: skip
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
+def test_without_cuda_it_exits_2_with_one_line_naming_it_before_starting_anything(tmp_path):
+    done = run_script("--minutes", "5", "--json", str(tmp_path / "out.json"), cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stdout == ""  # not even the run's label: nothing started
+    assert done.stdout == ""  # no JSON line: nothing ran
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith("gpu_run.py: no CUDA GPU (torch.cuda.is_available() is False")
-    assert 'pip install ".[cuda]"' in lines[0] and "--dry-run" in lines[0]
-    assert list(tmp_path.iterdir()) == []  # no checkpoint folder, no JSON
-    assert time.monotonic() - t0 < 30
+    assert "docs/guide/gpu.md" in lines[0] and "--dry-run" in lines[0]
+    assert list(tmp_path.iterdir()) == []  # no checkpoint folder, no JSON file
 
 
-def test_the_line_names_every_missing_piece(monkeypatch):
+def test_the_line_names_every_missing_package(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(gpu_run.importlib.util, "find_spec", lambda name: None)
-    line = gpu_run.missing_for_gpu()
-    assert "no CUDA GPU" in line and "dask-cuda and nvidia-ml-py not installed" in line
+    absent = {"dask_cuda", "pynvml", "optuna"}
+    monkeypatch.setattr(gpu_run, "_importable", lambda module: module not in absent)
+    line = gpu_run.missing_for_run(gpu=True)
+    assert "no CUDA GPU" in line and "optuna, dask-cuda, nvidia-ml-py not installed" in line
     assert "\n" not in line
+    # a dry run needs neither a GPU nor dask-cuda nor NVML
+    assert "dask-cuda" not in gpu_run.missing_for_run(gpu=False)
+
+
+def test_without_torch_the_line_says_so_rather_than_failing(monkeypatch):
+    monkeypatch.setattr(gpu_run, "_importable", lambda module: module != "torch")
+    assert "torch not installed" in gpu_run.missing_for_run(gpu=True)
 
 
 def test_nothing_is_missing_on_a_cuda_host_with_the_extra(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(gpu_run.importlib.util, "find_spec", lambda name: object())
-    assert gpu_run.missing_for_gpu() is None
+    monkeypatch.setattr(gpu_run, "_importable", lambda module: True)
+    assert gpu_run.missing_for_run(gpu=True) is None
+
+
+def test_the_watchdog_prints_out_of_time_and_ends_the_process_with_3(tmp_path):
+    # a run stuck in its search (a cluster that never starts, say) past the watchdog's time
+    stuck = (
+        "import pathlib, time, types\n"
+        "from hypersched_nb.testing.scripts import load_script\n"
+        f"gpu_run = load_script(pathlib.Path({str(SCRIPT)!r}))\n"
+        "args = types.SimpleNamespace(dry_run=False, minutes=5.0)\n"
+        "dog = gpu_run.Watchdog(time.monotonic() + 0.5, args)\n"
+        "dog.phase = 'search'\n"
+        "time.sleep(60)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", stuck], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 3, done.stderr
+    (line,) = done.stdout.splitlines()
+    fig = json.loads(line)
+    assert fig["status"] == "out of time" and fig["phase"] == "search"
+    assert fig["minutes"] == 5.0 and fig["dry_run"] is False
 
 
 def test_utilisation_summary_per_gpu_and_overall():
@@ -74,44 +105,70 @@ def test_utilisation_summary_without_readings_says_none():
     assert s["per_gpu"]["0"]["busy_pct"] is None
     assert s["per_gpu"]["0"]["peak_mem_gib"] is None
     assert s["overall"]["busy_pct"] is None and s["overall"]["active_share"] is None
-    assert gpu_run.utilisation_summary({})["overall"] == {
-        "gpus": 0, "samples": 0, "readings": 0, "busy_pct": None, "active_share": None,
-    }  # fmt: skip
 
 
-def test_worker_seconds_from_results_and_the_cluster_size():
+def result(trial: int, workers: int, startup: float, seconds: float = 2.0) -> dict:
+    return {"trial_id": trial, "workers": workers, "startup": startup, "seconds": seconds}
+
+
+def test_startup_times_are_sorted_into_starts_resizes_and_resumes():
     results = [
-        {"seconds": 2.0, "startup": 1.0, "workers": 1, "info": {"step_s": 1.5}},
-        {"seconds": 1.0, "startup": 0.0, "workers": 2, "info": {"step_s": 0.8}},
-        {"seconds": 1.0, "startup": 0.0, "workers": 1, "info": None},
+        result(0, 1, 5.0),  # trial 0 starts
+        result(0, 1, 0.0),  # goes on: no startup
+        result(1, 1, 4.0),  # trial 1 starts
+        result(0, 2, 0.7),  # trial 0 grows to 2 workers
+        result(0, 2, 0.3),  # paused, then resumed on 2
+        result(0, 1, 0.6),  # shrinks to 1
     ]
-    got = gpu_run.epoch_seconds(results)
-    assert got == {"epochs": 3, "held": pytest.approx(6.0), "in_step": pytest.approx(3.1),
-                   "untimed": 1}  # fmt: skip
+    got = gpu_run.startup_times(results)
+    assert got == {"start": [5.0, 4.0], "resize": [0.7, 0.6], "resume": [0.3]}
+
+
+def test_the_overhead_ratio_is_the_searchs_worker_seconds_over_the_plain_loops():
+    results = [result(0, 1, 5.0, 2.0), result(0, 1, 0.0, 2.2), result(1, 1, 1.0, 1.1)]
+    plain = {64: 2.0, 128: 1.0, 256: None}
+    got = gpu_run.overhead(results, {0: 64, 1: 128}, plain, worker_seconds=20.0)
+    assert got["plain_s_for_these_epochs"] == pytest.approx(5.0)  # 2 + 2 + 1
+    assert got["overhead_ratio"] == pytest.approx(20.0 / 5.0)
+    assert got["epoch_ratio"] == pytest.approx(2.1)  # median of 7/2, 2.2/2, 2.1/1
+    # an epoch at a batch size the plain loop did not time: no whole-run ratio
+    partial = gpu_run.overhead(results, {0: 64, 1: 256}, plain, worker_seconds=20.0)
+    assert partial["overhead_ratio"] is None and partial["epoch_ratio"] == pytest.approx(2.3)
+
+
+def test_worker_seconds_follow_the_cluster_size():
     # 2 workers from the start (counted from 0) to 10 s, then 4 until the end at 20 s
     assert gpu_run.available_worker_seconds([(1.0, 2), (10.0, 4)], 20.0) == pytest.approx(60.0)
     assert gpu_run.available_worker_seconds([(1.0, 2), (30.0, 4)], 20.0) == pytest.approx(40.0)
     assert gpu_run.available_worker_seconds([], 20.0) == 0.0
 
 
+def test_the_json_line_is_one_line_of_plain_numbers(capsys, tmp_path):
+    gpu_run.emit({"a": math.nan, "b": 1.23456789, "c": {"d": [math.inf, 2]}}, tmp_path / "f")
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    assert json.loads(out) == {"a": None, "b": 1.235, "c": {"d": [None, 2]}}
+    assert json.loads((tmp_path / "f").read_text()) == json.loads(out)
+
+
 @pytest.mark.cluster
-def test_the_cpu_dry_run_reports_cpu_figures(tmp_path):
+def test_the_cpu_dry_run_prints_the_gpu_runs_json_line_with_cpu_figures(tmp_path):
     out = tmp_path / "figures.json"
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--dry-run", "--deadline", "25s", "--json", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    done = run_script("--dry-run", "--json", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "DRY RUN: CPU figures" in done.stdout and "not sampled" in done.stdout
-    fig = json.loads(out.read_text())
-    run, search, o = fig["run"], fig["search"], fig["overhead"]
-    assert run["dry_run"] and run["workers"] == 2 and fig["utilisation"] is None
-    assert search["status"] == "finished" and search["best"] is not None
-    assert search["best"]["config"]["dataset"] == "standin"
-    assert search["trials_started"] >= 1 and search["epochs_trained"] >= 1
-    assert o["epochs_reported"] == search["epochs_trained"] and o["epochs_untimed"] == 0
-    assert o["workers"] == 2 and o["available_worker_s"] == pytest.approx(2 * o["wall_s"])
-    assert 0 < o["step_worker_s"] <= o["held_worker_s"] <= o["available_worker_s"]
-    assert o["overhead_ratio"] == pytest.approx(o["available_worker_s"] / o["step_worker_s"])
-    assert math.isfinite(o["overhead_ratio"]) and o["overhead_ratio"] >= 1
+    (line,) = done.stdout.splitlines()  # stdout is the JSON line alone
+    fig = json.loads(line)
+    assert fig == json.loads(out.read_text())
+    assert fig["status"] == "finished" and fig["dry_run"] is True and fig["workers"] == 1
+    assert fig["gpu_busy_pct"] is None and fig["device"] == "cpu (dry run)"
+    assert fig["wall_s"] <= fig["minutes"] * 60  # the figures came within the budget
+    assert fig["trials"] >= 1 and fig["epochs"] >= 1 and fig["best_val_acc"] is not None
+    assert set(fig["best_config"]) == {"lr", "momentum", "weight_decay", "batch_size"}
+    # 32 training images: every batch size trains the same one-batch epoch, timed once
+    assert len(set(fig["plain_epoch_s"].values())) == 1 and fig["plain_epoch_s"]["64"] > 0
+    assert fig["overhead_ratio"] == pytest.approx(
+        fig["worker_s"] / fig["plain_s_for_these_epochs"], rel=1e-3
+    )
+    assert fig["epoch_ratio"] > 0 and fig["start_s"]["count"] >= 1
+    assert fig["resize_s"]["count"] == 0  # one worker: nothing to resize to
     assert sorted(p.name for p in tmp_path.iterdir()) == ["figures.json"]  # temp folder gone

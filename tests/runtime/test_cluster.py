@@ -6,6 +6,7 @@ import importlib.machinery
 import sys
 import types
 
+import dask
 import distributed
 import pytest
 
@@ -21,9 +22,15 @@ def made(monkeypatch):
     def recorder(kind):
         return lambda **kwargs: built.append((kind, kwargs))
 
+    def local_cuda_cluster(**kwargs):
+        if "config" in kwargs:  # as dask-cuda does: it passes LocalCluster a config of its own
+            raise TypeError("LocalCluster.__init__() got multiple values for argument 'config'")
+        profile = dask.config.get(cluster.WORKER_PROFILE)  # what its nannies copy as made
+        built.append(("LocalCUDACluster", {**kwargs, "profile in the global config": profile}))
+
     fake = types.ModuleType("dask_cuda")
     fake.__spec__ = importlib.machinery.ModuleSpec("dask_cuda", None)
-    fake.LocalCUDACluster = recorder("LocalCUDACluster")
+    fake.LocalCUDACluster = local_cuda_cluster
     monkeypatch.setitem(sys.modules, "dask_cuda", fake)
     monkeypatch.setattr(distributed, "LocalCluster", recorder("LocalCluster"))
     return lambda: built
@@ -42,6 +49,8 @@ def test_one_dask_cuda_worker_per_gpu(monkeypatch, made):
     assert kwargs["resources"] == {"GPU": 1}  # every worker advertises its own GPU
     assert kwargs["host"] == "127.0.0.1" and kwargs["threads_per_worker"] == 1
     assert kwargs["dashboard_address"] == "127.0.0.1:0"  # its dashboard too, on a free port
+    assert kwargs["profile in the global config"] is False  # no profiler in its workers
+    assert dask.config.get(cluster.WORKER_PROFILE) is not False  # only while it is made
 
 
 def test_asking_for_fewer_workers_than_gpus_uses_that_many(monkeypatch, made):
