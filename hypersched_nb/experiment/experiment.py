@@ -597,6 +597,14 @@ class Experiment:
             journal = list(self._driver.outcome.journal)
         return sorted(journal + list(self._user_events), key=lambda e: e["time"])
 
+    @property
+    def study(self):
+        """The search now as an ``optuna.Study`` in memory, for Optuna's plots and tools
+        (see :mod:`hypersched_nb.experiment.study`): made anew from one snapshot each time."""
+        from hypersched_nb.experiment.study import study_of
+
+        return study_of(self, self._asked["space"])
+
     def results(self):
         """One row per trial: state, epochs, best and last metric, workers, start and stop
         times, the reason for its state and its configuration (``config_<name>`` columns)."""
