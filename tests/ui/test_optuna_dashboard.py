@@ -4,6 +4,7 @@ screenshot goes to the temporary folder (``hypersched-optuna-dashboard.png``).""
 
 import importlib.util
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -17,7 +18,7 @@ from optuna.trial import TrialState
 
 from hypersched_nb import Experiment
 from hypersched_nb.__main__ import main as cli
-from hypersched_nb.testing.lab import _free_port, browser_missing, find_chromium
+from hypersched_nb.testing.lab import browser_missing, find_chromium
 from hypersched_nb.testing.trainables import TinyRegression
 
 
@@ -34,9 +35,15 @@ pytestmark = [
 SCREENSHOT = Path(tempfile.gettempdir()) / "hypersched-optuna-dashboard.png"
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def serve(file: Path, log: Path) -> tuple[subprocess.Popen, str]:
     """optuna-dashboard on ``file``, once it answers: (its process, its URL)."""
-    port = _free_port()
+    port = free_port()
     exe = Path(sys.executable).parent / "optuna-dashboard"
     with log.open("wb") as out:
         proc = subprocess.Popen(
