@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 from hypersched_nb.experiment._study_space import Space, inferred, of_space, param_value
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot, TrialRow
 
-__all__ = ["OPTUNA_STATE", "build_study", "space_of", "study_of"]
+__all__ = ["OPTUNA_STATE", "VIRTUAL_ORIGIN", "build_study", "optuna_state", "space_of", "study_of"]
 
 #: the Optuna state of a trial in each of the search's states (a TERMINATED trial that
 #: completed is COMPLETE instead, one that diverged FAIL: see :func:`optuna_state`)
