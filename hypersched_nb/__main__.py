@@ -1,4 +1,5 @@
-"""Command line: ``python -m hypersched_nb {demo,bench} ...`` (``--help`` on each)."""
+"""Command line: ``python -m hypersched_nb {demo,bench,export-optuna} ...`` (``--help`` on
+each)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ USAGE = """usage: python -m hypersched_nb COMMAND [options]
 commands:
   demo    the main job: a real deadline-bound HyperSched search on a local cluster
   bench   replay learning-curve traces under several policies (docs/design.md)
+  export-optuna PATH [--out FILE]
+          write a search (its checkpoint folder) as an Optuna journal file that
+          optuna-dashboard FILE opens
 """
 
 
@@ -26,7 +30,14 @@ def main(argv: list[str] | None = None) -> int:
         from hypersched_nb.demo import main as demo
 
         return demo(rest)
-    print(f"hypersched_nb: unknown command {command!r}; use one of: demo, bench", file=sys.stderr)
+    if command == "export-optuna":
+        from hypersched_nb.experiment.optuna_export import main as export
+
+        return export(rest)
+    print(
+        f"hypersched_nb: unknown command {command!r}; use one of: demo, bench, export-optuna",
+        file=sys.stderr,
+    )
     return 2
 
 

@@ -353,6 +353,14 @@ class Experiment:
         """Every decision with its reason (time, trial, action, reason), oldest first."""
         return self._read(lambda search: search.events(), [])
 
+    @property
+    def study(self):
+        """The search now as an ``optuna.Study`` in memory, for Optuna's plots and tools
+        (see :mod:`hypersched_nb.experiment.study`): made anew from one snapshot each time."""
+        from hypersched_nb.experiment.study import study_of
+
+        return study_of(self, self._asked["space"])
+
     def results(self):
         """One row per trial: state, epochs, best and last metric, workers, start and stop
         times, the reason for its state and its configuration (``config_<name>`` columns)."""

@@ -11,6 +11,7 @@
     %hypersched wait
     %hypersched stop
     %hypersched resume hypersched-runs/20261125-101500-4242
+    %hypersched compare hypersched-runs/20261125-101500-4242 hypersched-runs/20261126-093000-77
 
 ``start`` takes a trainable (a name in the notebook, a shipped example such as
 ``DigitsCNN`` without an import, or ``module:Class``) or an ``Experiment`` the notebook
@@ -18,7 +19,9 @@ already built (started or not: a running one is followed); once it runs, it bind
 experiment to ``exp`` (``--name``) and shows the dashboard. While a search started here
 runs, another ``start`` is refused and changes nothing. ``wait`` blocks until the end with
 the dashboard's controls still live. ``resume PATH`` goes on with a search whose kernel
-died, from its checkpoint folder (its journal), and binds it as ``start`` does. The other
+died, from its checkpoint folder (its journal), and binds it as ``start`` does.
+``compare PATH...`` shows searches side by side (a table, and the best so far of each
+against time: :func:`hypersched_nb.compare`). The other
 subcommands act on the last search started here. Bad input is a one-line ``UsageError``; ``--help`` works on every subcommand.
 """
 
@@ -45,7 +48,7 @@ from hypersched_nb.notebook.experiment import Experiment
 
 __all__ = ["HyperschedMagics"]
 
-COMMANDS = ("start", "resume", "status", "deadline", "forecast", "wait", "stop")
+COMMANDS = ("start", "resume", "status", "deadline", "forecast", "wait", "stop", "compare")
 
 
 class _Help(Exception):
@@ -184,7 +187,7 @@ class HyperschedMagics(Magics):
         then, in one line; told to trust or doubt epoch 1 from now),
         ``resume PATH`` (go on with a search whose kernel died, from its checkpoint folder),
         ``wait`` (block until the end, the dashboard's controls still live), ``stop`` (end
-        gracefully, keeping the best so far).
+        gracefully, keeping the best so far), ``compare PATH...`` (searches side by side).
         """
         if line.strip() in ("-h", "--help"):
             print(self.hypersched.parser.format_help())
@@ -298,6 +301,20 @@ class HyperschedMagics(Magics):
         exp = self._experiment()
         exp.stop(wait=True)
         print(exp.statistics())
+
+    def _compare(self, argv: list[str]):
+        p = _plain_parser(
+            "compare", "Show searches side by side: a table, and the best so far against time."
+        )
+        p.add_argument("paths", nargs="+", help="the searches' checkpoint folders")
+        a = p.parse_args(argv)
+        from IPython.display import display
+
+        from hypersched_nb.experiment.compare import compare, compare_plot
+
+        opened = [Search.open(path) for path in a.paths]
+        display(compare(opened))
+        display(compare_plot(opened))
 
     # ------------------------------------------------------------------ helpers
 
