@@ -359,7 +359,7 @@ class Experiment:
         (see :mod:`hypersched_nb.experiment.study`): made anew from one snapshot each time."""
         from hypersched_nb.experiment.study import study_of
 
-        return study_of(self, self._asked["space"])
+        return study_of(self, self._settings.space)
 
     def results(self):
         """One row per trial: state, epochs, best and last metric, workers, start and stop
