@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from hypersched_nb._lazy import lazy
 
 if TYPE_CHECKING:  # what the lazy table below names, for type checkers and the API reference
+    from hypersched_nb.experiment.compare import compare, compare_plot, searches
     from hypersched_nb.notebook.experiment import Experiment
     from hypersched_nb.train.context import TrainContext
     from hypersched_nb.train.trainable import Trainable
