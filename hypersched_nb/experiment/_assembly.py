@@ -222,6 +222,8 @@ def settings_of(journal, *, live: bool, policy, trainable, space, **changes) -> 
     one-line error naming the journal."""
     from hypersched_nb.experiment.journal import JournalError
 
+    folder = journal.url.rpartition("/")[0]  # the journal lies beside its checkpoints,
+    changes.setdefault("checkpoint_dir", folder or ".")  # wherever the folder was moved
     try:
         return Settings.from_record(
             journal.settings, trainable=trainable, space=space, policy=policy, live=live,
