@@ -36,6 +36,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check $(LINTED)
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/check_module_size.py hypersched_nb --max-lines 450
 
 # The documentation site (mkdocs.yml): strict, so a broken link or cross-reference fails;
 # into site/ (git-ignored). The notebooks are shown with their saved outputs, not run.

@@ -63,26 +63,22 @@ _JUDGING = frozenset({_ONLY, _TOLD, _UNDOUBTED, _EARNED, _EARNED_W, _TOLD_W})
 #: rung while it judges tentatively (``arrive``: the test can still act; ``arrive_late``: too
 #: near the deadline), the lowest rung's test (``pass``; ``fail``: its verdicts did not hold,
 #: with trials both kept and paused to compare) and the user's word (``trust``, ``doubt``).
+#: the moves of both states that judge epoch 1 tentatively (TENTATIVE and LATE differ only
+#: in whether the test could still act: see ``Trust.state``)
+_JUDGING_TENTATIVELY = {
+    "arrive": _TENTATIVE,
+    "arrive_late": _LATE,
+    "pass": _EARNED,
+    "fail": _WITHDRAWN,
+    "trust": _TOLD,
+    "doubt": _DOUBT,
+}
 TRANSITIONS: dict[TrustState, dict[str, TrustState]] = {
     _ONLY: {"trust": _ONLY, "doubt": _ONLY},
     _TOLD: {"trust": _TOLD, "doubt": _DOUBT},
     _UNDOUBTED: {"trust": _TOLD, "doubt": _DOUBT},
-    _TENTATIVE: {
-        "arrive": _TENTATIVE,
-        "arrive_late": _LATE,
-        "pass": _EARNED,
-        "fail": _WITHDRAWN,
-        "trust": _TOLD,
-        "doubt": _DOUBT,
-    },
-    _LATE: {
-        "arrive": _TENTATIVE,
-        "arrive_late": _LATE,
-        "pass": _EARNED,
-        "fail": _WITHDRAWN,
-        "trust": _TOLD,
-        "doubt": _DOUBT,
-    },
+    _TENTATIVE: _JUDGING_TENTATIVELY,
+    _LATE: _JUDGING_TENTATIVELY,
     _DOUBT: {"pass": _EARNED, "fail": _DOUBT, "trust": _TOLD, "doubt": _DOUBT},
     _WITHDRAWN: {"pass": _EARNED_W, "fail": _WITHDRAWN, "trust": _TOLD_W, "doubt": _WITHDRAWN},
     _EARNED: {"trust": _TOLD, "doubt": _DOUBT},
