@@ -140,11 +140,11 @@ class OptunaSource(Iterator[dict]):
         configuration is asked as it was."""
         from optuna.trial import TrialState as OptunaState
 
-        params = _plain({k: v for k, v in config.items() if k in self.distributions})
+        params = _as_journaled({k: v for k, v in config.items() if k in self.distributions})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trial = self.study.ask(self.distributions)
-            if _plain(trial.params) != params:
+            if _as_journaled(trial.params) != params:
                 self.study.tell(trial, state=OptunaState.FAIL)
                 self.study.enqueue_trial(params)
                 trial = self.study.ask(self.distributions)
@@ -232,7 +232,7 @@ def _best(metrics, direction: str) -> float:
     return max(metrics) if direction == "MAXIMIZE" else min(metrics)
 
 
-def _plain(params: Mapping) -> dict:
+def _as_journaled(params: Mapping) -> dict:
     """``params`` as a journal gives them back (through JSON): a tuple is a list."""
     import json
 
