@@ -7,9 +7,12 @@ The dashboard only observes: a background thread reads :meth:`Experiment.statist
 every ``interval`` seconds and pushes trait updates (the figures only when the snapshot's
 ``version`` moved), so the kernel stays free for the slider while the search runs; a
 refresh that fails says why in the header, and the next one goes on. The one thing it
-writes is what a person asks for: a new deadline, or a stop. The display also
-carries a static HTML/SVG picture, refreshed when the search ends, so a saved notebook
-shows the final state where the widget state is missing or stale.
+writes is what a person asks for: a new deadline, or a stop.
+
+What a saved notebook keeps: the display carries a PNG picture of the search
+(:mod:`.static`) beside the widget view, which a front end without the widgets' state (an
+untrusted notebook, GitHub, a kernel gone) shows instead; when the search ends, the display
+is updated to the final picture alone, so the widget view goes and the picture stays.
 
 A redraw costs what changed, not the search's size: the dashboard keeps one
 :class:`AllocationHistory` that reads each new allocation record once, and it sends a figure
@@ -35,7 +38,7 @@ from hypersched_nb.notebook.figures import (
     loaded_before_threads,
 )
 from hypersched_nb.notebook.forecast_panel import ForecastPanel
-from hypersched_nb.notebook.static import static_html
+from hypersched_nb.notebook.static import PNG, picture_bundle
 
 __all__ = ["Dashboard"]
 
@@ -114,11 +117,14 @@ class Dashboard:
     # ------------------------------------------------------------------ display
 
     def _bundle(self, snap: ExperimentSnapshot) -> dict:
-        data = self.widget._repr_mimebundle_()
-        data = dict(data[0] if isinstance(data, tuple) else data)
-        data["text/html"] = static_html(snap)
-        data["text/plain"] = str(snap)
-        return data
+        """What is displayed: while the search runs, the widget view with the picture as
+        its fallback; once it is over, the picture alone."""
+        data = picture_bundle(snap)
+        if snap.done:
+            return data
+        view = self.widget._repr_mimebundle_()
+        view = dict(view[0] if isinstance(view, tuple) else view)
+        return {**view, PNG: data[PNG], "text/plain": data["text/plain"]}
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
@@ -127,6 +133,11 @@ class Dashboard:
             self._bundle(self.experiment.statistics()), raw=True, display_id=True
         )
         self.start()
+
+    def _ended(self, snap: ExperimentSnapshot) -> None:
+        """The search is over: the display becomes the final picture."""
+        if self._handle is not None:
+            self._handle.update(self._bundle(snap), raw=True)
 
     def start(self) -> Dashboard:
         """Begin refreshing on a background thread (showing the dashboard does it)."""
@@ -149,8 +160,8 @@ class Dashboard:
         while not self._closed.wait(self.interval):
             try:
                 snap = self.refresh(self.experiment.statistics())
-                if snap.done and self._handle is not None:
-                    self._handle.update(self._bundle(snap), raw=True)
+                if snap.done:
+                    self._ended(snap)
             except Exception as exc:  # noqa: BLE001 - a thread has nowhere else to say it
                 why = f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
                 self.header.value = f"{self.header.value.split(_FAILED)[0]}{_FAILED}{why}"

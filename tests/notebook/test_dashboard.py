@@ -1,5 +1,6 @@
 """The dashboard, figures and static fallback, rendered without a front end."""
 
+import base64
 import re
 import threading
 import time
@@ -8,7 +9,7 @@ import numpy as np
 
 from hypersched_nb.notebook.dashboard import Dashboard
 from hypersched_nb.notebook.figures import allocation_figure, colour, curves_figure
-from hypersched_nb.notebook.static import static_html
+from hypersched_nb.notebook.static import PNG, picture, picture_figure
 
 
 def test_the_dashboard_shows_a_finished_search(finished):
@@ -33,11 +34,40 @@ def test_an_experiment_shows_its_own_dashboard(finished):
     assert dash.interval == 0.5  # options go to the dashboard
 
 
-def test_the_displayed_bundle_carries_a_static_picture(finished):
+def test_a_finished_search_is_displayed_as_its_picture_alone(finished):
     bundle = Dashboard(finished)._bundle(finished.statistics())
+    assert set(bundle) == {PNG, "text/plain"}  # no widget view left to say "model not found"
+    assert base64.b64decode(bundle[PNG]).startswith(b"\x89PNG")
+    assert bundle["text/plain"].startswith(str(finished.statistics()))
+
+
+def test_while_a_search_runs_the_display_carries_the_picture_beside_the_widgets(replay):
+    bundle = Dashboard(replay)._bundle(replay.statistics())
     assert "application/vnd.jupyter.widget-view+json" in bundle  # the live widgets
-    assert bundle["text/html"].count("<svg") == 2  # what a saved notebook shows without them
-    assert bundle["text/plain"] == str(finished.statistics())
+    assert base64.b64decode(bundle[PNG]).startswith(b"\x89PNG")  # what is shown without them
+    assert "text/html" not in bundle  # an untrusted notebook would prefer it to the PNG
+
+
+def test_the_display_becomes_the_picture_when_the_search_ends(replay, monkeypatch):
+    import IPython.display
+
+    shown, updates = [], []
+
+    class Handle:
+        def update(self, data, raw):
+            updates.append(data)
+
+    def display(data, raw, display_id):
+        shown.append(data)
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    dash = Dashboard(replay, interval=0.02, forecast_every=None)
+    dash._ipython_display_()
+    replay.run()
+    dash._thread.join(timeout=30)
+    assert "application/vnd.jupyter.widget-view+json" in shown[0]
+    assert set(updates[-1]) == {PNG, "text/plain"}
 
 
 def test_the_slider_moves_the_deadline(replay):
@@ -98,21 +128,28 @@ def test_curves_colour_trials_as_the_allocation_does(finished):
     assert best.line.color == colour(snap.best.trial_id) and best.line.width > 3
 
 
-def test_the_static_picture_is_plain_html_and_svg(finished):
+def test_the_static_picture_is_a_png_of_the_summary_and_both_charts(finished):
     snap = finished.statistics()
-    page = static_html(snap)
-    assert "<script" not in page
-    assert "deadline" in page and "best config: " in page
-    assert page.count("<path") > 2 and "<polyline" in page  # a band per trial, a line per curve
+    fig = picture_figure(snap)
+    text = " ".join(t.get_text() for t in fig.texts)
+    assert "deadline" in text and "best config: " in text
+    alloc, curves = fig.axes
+    held = {f"trial {r.trial_id}" for r in snap.trials if r.peak_workers}
+    assert {c.get_label() for c in alloc.collections} == held  # a band per trial
+    assert {ln.get_label() for ln in curves.lines} == {
+        f"trial {r.trial_id}" for r in snap.trials if r.metrics
+    }
+    assert picture(snap).startswith(b"\x89PNG")
 
 
-def test_show_gives_interactive_figures_with_an_svg_fallback(finished):
+def test_show_gives_interactive_figures_with_a_png_fallback(finished):
     from hypersched_nb.notebook.static import bundles
 
     alloc, curves = bundles(finished.statistics())
     for bundle in (alloc, curves):
         assert bundle["application/vnd.plotly.v1+json"]["data"]  # plotly's own mimetype
-        assert bundle["text/html"].startswith("<svg")
+        assert base64.b64decode(bundle[PNG]).startswith(b"\x89PNG")
+        assert "text/html" not in bundle
     assert alloc["text/plain"] == "<workers per trial>"
 
 
