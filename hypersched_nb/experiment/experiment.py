@@ -464,6 +464,7 @@ class Experiment:
         why = self._fail_fast.heard(trial, ending)
         if why is not None:
             self._failure = SearchFailed(why)
+            self._session.failing(self._failure)  # said at once, not when the trials have ended
             self._driver.request_stop(why)
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -618,7 +619,9 @@ class Experiment:
         d, obs, session = self._driver, self._observed, self._session
         now = d.outcome.ended_at if session.status == "finished" else session.clock.now()
         rows = self._rows.of(d.trials.values(), obs.peak)
-        describe = self.policy.describe(d.context())
+        # the policy's line read at this snapshot's moment: one reading of the clock for
+        # every "left" it shows, and the deadline in force now (moved since its last turn)
+        describe = self.policy.describe(d.context()._replace(now=now, deadline=d.deadline))
         error = None
         if session.error is not None:
             error = f"{type(session.error).__name__}: {session.error}"
@@ -628,6 +631,7 @@ class Experiment:
             allocation=tuple(obs.allocation), capacity=tuple(obs.capacity), best=self._best(),
             events=tuple(sorted(list(d.outcome.journal) + list(self._user_events), key=lambda e: e["time"])),
             started=session.started, error=error, version=obs.version, forecast=self._forecast,
+            stopped_at=session.stopped_at, resumed_at=session.resumed_at,
         )  # fmt: skip
 
     def forecast(

@@ -179,7 +179,8 @@ class Dashboard:
     def _refresh(self, snap: ExperimentSnapshot) -> ExperimentSnapshot:
         held = not snap.done and cell_holds_controls()
         self.header.value = _header(snap) + (_HELD if held else "")
-        self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.describe else ""
+        # the policy's line speaks of time left: it goes once the search is over
+        self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.policy_holds else ""
         self._sync_slider(snap)
         if self.forecast is not None:  # the marker, and the band read there: nothing simulated
             self.forecast.follow(snap.deadline)
@@ -191,7 +192,7 @@ class Dashboard:
         elif not snap.done:  # only time moved: the "now" line and the axis
             shown = self._allocation.shown
             self._allocation.show(Drawing(shown.traces, allocation_layout(snap)))
-        if snap.done:
+        if not snap.going:  # stopped, failing or over: nothing left to change
             self.slider.disabled = self.stop_button.disabled = True
         return snap
 
@@ -214,8 +215,9 @@ class Dashboard:
             self.refresh()
 
     def _on_stop(self, _button) -> None:
-        self.experiment.stop(wait=False)
         self.stop_button.disabled = True
+        self.experiment.stop(wait=False)
+        self.refresh()  # "stopped by you at …" now, not at the next period
 
 
 def _step(end: float) -> float:
@@ -227,21 +229,15 @@ def _step(end: float) -> float:
 
 
 def _header(snap: ExperimentSnapshot) -> str:
+    """The policy, what happened (:meth:`ExperimentSnapshot.status_text`: the words the
+    magic and the report use), the time left while it runs, the trials and the best."""
     c = snap.counts
-    state = {
-        "running": "running",
-        "stopping": "stopping…",
-        "finished": "finished",
-        "failed": "failed",
-    }.get(snap.status, snap.status)
-    left = "" if snap.done else f" · <b>{format_duration(snap.time_left)}</b> left"
-    text = (
-        f"<b>{html.escape(snap.policy)}</b> {state}{left} · {snap.workers} workers · running {c.get('RUNNING', 0)}, "
-        f"paused {c.get('PAUSED', 0)}, stopped {snap.stopped} · {html.escape(snap.best_text())}"
+    left = f" · <b>{format_duration(snap.time_left)}</b> left" if snap.going else ""
+    return (
+        f"<b>{html.escape(snap.policy)}</b> {html.escape(snap.status_text())}{left} · "
+        f"{snap.workers} workers · running {c.get('RUNNING', 0)}, paused {c.get('PAUSED', 0)}, "
+        f"stopped {snap.stopped} · {html.escape(snap.best_text())}"
     )
-    if snap.error:
-        text += f"<br><span style='color:#C0392B'>{html.escape(snap.error.splitlines()[-1])}</span>"
-    return text
 
 
 def _events_html(snap: ExperimentSnapshot) -> str:

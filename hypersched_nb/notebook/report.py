@@ -87,7 +87,7 @@ def report_html(snap: ExperimentSnapshot, *, title: str = "hypersched_nb search"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<p>{html.escape(snap.policy)} search, {html.escape(snap.status)}{html.escape(when)}; deadline "
+        f"<p>{html.escape(snap.policy)} search, {html.escape(snap.status_text())}{html.escape(when)}; deadline "
         f"{html.escape(snap.deadline_text())} ({snap.deadline:.0f} s); {snap.workers} workers; "
         f"{len(snap.trials)} trials, {snap.stopped} stopped.</p>"
         f"<h2>Best</h2><pre>{html.escape(best)}</pre>{_forecast_html(snap)}"
@@ -203,7 +203,7 @@ def _forecast_html(snap: ExperimentSnapshot) -> str:
         f"made {made.made:%Y-%m-%d %H:%M:%S}, the search at {f.now:.0f} s with deadline "
         f"{made.deadline:.0f} s and best {_num(f.best) or '-'}; {f.runs} runs, {f.note}"
     )
-    so = "what really happened" if snap.done else f"so far ({snap.status})"
+    so = "what really happened" if snap.done else f"so far ({snap.status_text()})"
     happened = (
         f"best {snap.metric} {_num(real) or '-'} by {snap.time:.0f} s; deadline "
         f"{snap.deadline:.0f} s; {snap.workers} workers"

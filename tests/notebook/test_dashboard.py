@@ -1,15 +1,20 @@
 """The dashboard, figures and static fallback, rendered without a front end."""
 
 import base64
+import html
 import re
 import threading
 import time
 
 import numpy as np
+import pytest
 
+from hypersched_nb.experiment._fail_fast import SearchFailed
 from hypersched_nb.notebook.dashboard import Dashboard
 from hypersched_nb.notebook.figures import allocation_figure, colour, curves_figure
 from hypersched_nb.notebook.static import PNG, picture, picture_figure
+from hypersched_nb.testing.halt import halted_replay
+from tests.notebook.conftest import small_trace
 
 
 def test_the_dashboard_shows_a_finished_search(finished):
@@ -186,3 +191,43 @@ def test_a_refresh_that_fails_is_said_in_the_header_and_the_next_one_goes_on(rep
     replay.run()
     dash._thread.join(timeout=30)
     assert "finished" in dash.header.value and "failed" not in dash.header.value
+
+
+def test_after_a_stop_the_header_says_who_stopped_it_and_when_and_nothing_says_it_goes_on():
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    dash = Dashboard(exp, forecast_every=None)
+    assert "running" in dash.header.value and dash.policy_line.value
+    dash._on_stop(dash.stop_button)
+    assert "stopped by you at 40s" in dash.header.value  # at once, not at the next period
+    assert " left" not in dash.header.value and dash.policy_line.value == ""
+    assert dash.stop_button.disabled and dash.slider.disabled
+    halt.release()
+    exp.wait()
+    dash.refresh()
+    assert "stopped by you at 40s" in dash.header.value
+    assert exp.statistics().status_text() == "stopped by you at 40s"  # the magic's words
+
+
+def test_after_a_fail_fast_the_header_says_failed_with_the_one_line_and_the_stop_is_off():
+    from tests.experiment.test_fail_fast import NO_METRIC, search
+
+    exp = search([NO_METRIC] * 60).start()
+    dash = Dashboard(exp, forecast_every=None)
+    with pytest.raises(SearchFailed):
+        exp.wait()
+    dash.refresh()
+    assert "failed: the first 3 trials all failed with the same error" in dash.header.value
+    header = html.unescape(dash.header.value)
+    assert "SearchFailed" not in header and NO_METRIC in header
+    assert dash.stop_button.disabled and dash.policy_line.value == ""
+
+
+def test_a_search_that_fails_says_so_before_its_trials_have_wound_down():
+    from hypersched_nb.experiment._session import Session
+
+    session = Session(runtime=object(), clock=None)
+    session.status = "running"
+    session.failing(SearchFailed("the first 3 trials all failed"))
+    assert session.status == "failing" and not session.done  # its thread still winds down

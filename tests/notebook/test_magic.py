@@ -25,7 +25,7 @@ def test_start_an_experiment_then_status_and_stop(shell, replay, capsys):
     assert re.match(r"((\d+m )?\d+s left|done) \| running \d+", capsys.readouterr().out)
     replay.wait()
     shell.run_line_magic("hypersched", "status")
-    assert capsys.readouterr().out.startswith("asha search, finished: deadline at 120s, 3 workers")
+    assert capsys.readouterr().out.startswith("asha search, finished · deadline at 120s, 3 workers")
     shell.run_line_magic("hypersched", "stop")  # already over: prints the summary
     assert "finished" in capsys.readouterr().out
     with pytest.raises(UsageError, match="can no longer move"):
