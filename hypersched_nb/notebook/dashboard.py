@@ -22,6 +22,7 @@ only the trace properties that differ from what it shows (one batched message).
 from __future__ import annotations
 
 import html
+import math
 import threading
 
 import numpy as np
@@ -183,7 +184,8 @@ class Dashboard:
         self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.policy_holds else ""
         self._sync_slider(snap)
         if self.forecast is not None:  # the marker, and the band read there: nothing simulated
-            self.forecast.follow(snap.deadline)
+            best = math.nan if snap.best is None else snap.best.metric
+            self.forecast.follow(snap.deadline, best)
         if snap.version != self._version:
             self._allocation.show(allocation_drawing(snap, history=self._history))
             self._curves.show(curves_drawing(snap, history=self._history))

@@ -225,3 +225,14 @@ def test_pandas_is_loaded_when_a_dashboard_is_built_and_not_on_import():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_the_runs_are_counted_against_the_best_when_the_panel_shows_not_when_made(halted):
+    panel = ForecastPanel(halted, every=60, separate=False)
+    panel.update()
+    made_with = panel.band.best
+    assert f"beats {made_with:.4g} (the best now) in" in panel.table.value
+    panel.follow(panel.deadline, best=made_with + 10.0)  # a best since found, out of reach
+    assert f"beats {made_with + 10.0:.4g} (the best now) in" in panel.table.value
+    assert panel.table.value.count(f"0 of {panel.band.runs} runs") == len(panel.band.workers)
+    assert "%</td>" not in panel.table.value  # counts of runs, never "100 %"
