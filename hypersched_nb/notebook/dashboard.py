@@ -77,6 +77,8 @@ class Dashboard:
         snap = experiment.statistics()
         self._version = -1
         self._handle = None
+        self._pictured = False  # the display carries a picture
+        self._said_end = False  # the widgets have shown how the search ended
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
         self._setting = False  # True while the code itself moves the slider
@@ -117,28 +119,34 @@ class Dashboard:
 
     # ------------------------------------------------------------------ display
 
-    def _bundle(self, snap: ExperimentSnapshot) -> dict:
+    def _bundle(self, snap: ExperimentSnapshot, *, picture: bool = True) -> dict:
         """What is displayed: while the search runs, the widget view with the picture as
-        its fallback; once it is over, the picture alone."""
-        data = picture_bundle(snap)
+        its fallback (``picture``); once it is over, the picture alone."""
         if snap.done:
-            return data
+            return picture_bundle(snap)
         view = self.widget._repr_mimebundle_()
         view = dict(view[0] if isinstance(view, tuple) else view)
+        if not picture:
+            return {**view, "text/plain": str(snap)}
+        data = picture_bundle(snap)
         return {**view, PNG: data[PNG], "text/plain": data["text/plain"]}
 
     def _ipython_display_(self) -> None:
+        """Show the widgets at once; the picture they carry as a fallback (matplotlib's
+        import and a drawing: a second or two) is added by the refresh thread's first turn."""
         from IPython.display import display
 
-        self._handle = display(
-            self._bundle(self.experiment.statistics()), raw=True, display_id=True
-        )
+        snap = self.experiment.statistics()
+        self._handle = display(self._bundle(snap, picture=False), raw=True, display_id=True)
+        self._pictured = snap.done
         self.start()
 
-    def _ended(self, snap: ExperimentSnapshot) -> None:
-        """The search is over: the display becomes the final picture."""
-        if self._handle is not None:
+    def _picture(self, snap: ExperimentSnapshot) -> None:
+        """The display's fallback picture: the final one once the search is over (the widget
+        view goes, the picture stays), else, once, the first beside the widget view."""
+        if self._handle is not None and (snap.done or not self._pictured):
             self._handle.update(self._bundle(snap), raw=True)
+            self._pictured = True
 
     def start(self) -> Dashboard:
         """Begin refreshing on a background thread (showing the dashboard does it)."""
@@ -161,8 +169,10 @@ class Dashboard:
         while not self._closed.wait(self.interval):
             try:
                 snap = self.refresh(self.experiment.statistics())
-                if snap.done:
-                    self._ended(snap)
+                if snap.done and not self._said_end:  # the header's last words shown for a
+                    self._said_end = True  # period, then the picture in place of the widgets
+                    continue
+                self._picture(snap)
             except Exception as exc:  # noqa: BLE001 - a thread has nowhere else to say it
                 why = f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
                 self.header.value = f"{self.header.value.split(_FAILED)[0]}{_FAILED}{why}"

@@ -66,8 +66,14 @@ def loaded_before_threads() -> None:
     """Import what a widget's thread would otherwise find half-imported: pandas, which a
     forecast (a DataFrame) imports on one thread while plotly, drawing on another, asks
     ``sys.modules`` whether it is there and gets a module still being initialised. Called
-    where a dashboard or its forecast panel is built, before any of their threads starts."""
+    where a dashboard or its forecast panel is built, before any of their threads starts;
+    plotly's widgets too, without the nbformat import they do not need (see
+    :mod:`._plotly_import`)."""
     import pandas  # noqa: F401
+
+    from hypersched_nb.notebook._plotly_import import import_plotly
+
+    import_plotly()
 
 
 def colour(trial_id: int) -> str:

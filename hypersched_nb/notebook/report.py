@@ -142,10 +142,16 @@ def packed_plotly_js() -> str:
 def write_report(
     snap: ExperimentSnapshot, path: str | os.PathLike, *, title: str = "hypersched_nb search"
 ) -> Path:
-    """Write the report to ``path`` (folders made as needed) and return the path."""
+    """Write the report to ``path`` (folders made as needed) and return the path. Readable
+    by its owner only (0600), as the run's journal and checkpoints are: it names every
+    configuration tried."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report_html(snap, title=title), encoding="utf-8")
+    text = report_html(snap, title=title).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file that was there keeps its mode otherwise
+    with os.fdopen(fd, "wb") as f:
+        f.write(text)
     return path
 
 

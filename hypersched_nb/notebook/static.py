@@ -97,6 +97,9 @@ def bundles(snap: ExperimentSnapshot) -> list[dict]:
     notebook, GitHub, nbviewer)."""
     import json
 
+    from hypersched_nb.notebook._plotly_import import import_plotly
+
+    import_plotly()
     import plotly.io as pio
 
     from hypersched_nb.notebook.figures import allocation_figure, curves_figure
@@ -143,9 +146,8 @@ def _allocation(ax, snap: ExperimentSnapshot, history: AllocationHistory) -> Non
         ax.fill_between(x / unit, low, top, step="post", color=layer.colour, lw=0,
                         label=layer.name)  # fmt: skip
         below = (x, top)
-    if layers and layers[-1].trials > 1:
-        ax.text(0.99, 0.97, f"grey: {layers[-1].name}", transform=ax.transAxes, ha="right",
-                va="top", fontsize=8, color="#888")  # fmt: skip
+    if layers and layers[-1].trials > 1:  # named above the chart, clear of its bands
+        ax.set_title(f"grey: {layers[-1].name}", loc="right", fontsize=8, color="#888")
     ax.axvline(snap.deadline / unit, color=_DEADLINE, lw=1.6, ls="--", label="deadline")
     top = max([w for _, w in snap.capacity] + [snap.workers, 1])
     ax.set_xlim(0, max(snap.deadline, snap.time, 1e-9) * 1.04 / unit)

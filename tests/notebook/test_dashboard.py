@@ -53,26 +53,51 @@ def test_while_a_search_runs_the_display_carries_the_picture_beside_the_widgets(
     assert "text/html" not in bundle  # an untrusted notebook would prefer it to the PNG
 
 
+class Displays:
+    """What ``IPython.display.display`` was given, and every update of it."""
+
+    def __init__(self, monkeypatch):
+        import IPython.display
+
+        self.shown, self.updates = [], []
+        monkeypatch.setattr(IPython.display, "display", self.display)
+
+    def display(self, data, raw, display_id):
+        self.shown.append(data)
+        return self
+
+    def update(self, data, raw):
+        self.updates.append(data)
+
+
+def test_the_widgets_show_at_once_and_their_fallback_picture_follows(monkeypatch):
+    displays = Displays(monkeypatch)
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    dash = Dashboard(exp, interval=0.02, forecast_every=None)
+    dash._ipython_display_()
+    assert PNG not in displays.shown[0]  # no drawing before the widgets show
+    end = time.monotonic() + 60
+    while not displays.updates and time.monotonic() < end:
+        time.sleep(0.05)
+    first = displays.updates[0]
+    assert "application/vnd.jupyter.widget-view+json" in first and PNG in first
+    halt.release()
+    exp.wait()
+    dash._thread.join(timeout=30)
+    assert set(displays.updates[-1]) == {PNG, "text/plain"}  # then the picture alone
+    assert len(displays.updates) == 2  # the view is drawn again twice, not at every refresh
+
+
 def test_the_display_becomes_the_picture_when_the_search_ends(replay, monkeypatch):
-    import IPython.display
-
-    shown, updates = [], []
-
-    class Handle:
-        def update(self, data, raw):
-            updates.append(data)
-
-    def display(data, raw, display_id):
-        shown.append(data)
-        return Handle()
-
-    monkeypatch.setattr(IPython.display, "display", display)
+    displays = Displays(monkeypatch)
     dash = Dashboard(replay, interval=0.02, forecast_every=None)
     dash._ipython_display_()
     replay.run()
     dash._thread.join(timeout=30)
-    assert "application/vnd.jupyter.widget-view+json" in shown[0]
-    assert set(updates[-1]) == {PNG, "text/plain"}
+    assert "application/vnd.jupyter.widget-view+json" in displays.shown[0]
+    assert set(displays.updates[-1]) == {PNG, "text/plain"}
 
 
 def test_the_slider_moves_the_deadline(replay):

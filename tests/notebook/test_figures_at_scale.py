@@ -100,7 +100,7 @@ def test_the_static_picture_groups_trials_as_the_live_figure_does(crowded):
     live = [t.name for t in allocation_figure(snap).data if t.name != "cluster"]
     assert bands == live  # the same bands, bottom first
     assert live[-1].endswith("other trials")
-    assert f"grey: {live[-1]}" in [t.get_text() for t in alloc.texts]
+    assert alloc.get_title(loc="right") == f"grey: {live[-1]}"
     lines = [ln.get_label() for ln in curves.lines]
     assert lines == [t.name for t in curves_figure(snap).data]  # the grey bundle, then leaders
 
