@@ -30,14 +30,13 @@ import numpy as np
 from hypersched_nb.experiment._kernel_pump import cell_holds_controls
 from hypersched_nb.experiment.deadline import format_duration
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
-from hypersched_nb.notebook.figures import (
-    AllocationHistory,
+from hypersched_nb.notebook.drawings import (
     Drawing,
     allocation_drawing,
     allocation_layout,
     curves_drawing,
-    loaded_before_threads,
 )
+from hypersched_nb.notebook.figures import AllocationHistory, loaded_before_threads
 from hypersched_nb.notebook.forecast_panel import ForecastPanel
 from hypersched_nb.notebook.static import PNG, picture_bundle
 
@@ -196,6 +195,8 @@ class Dashboard:
         if self.forecast is not None:  # the marker, and the band read there: nothing simulated
             best = math.nan if snap.best is None else snap.best.metric
             self.forecast.follow(snap.deadline, best)
+            if not snap.going and snap.status != "created":
+                self.forecast.over(snap.status_text())
         if snap.version != self._version:
             self._allocation.show(allocation_drawing(snap, history=self._history))
             self._curves.show(curves_drawing(snap, history=self._history))

@@ -40,7 +40,8 @@ from datetime import datetime, timedelta
 from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.forecast import shares, spread
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
-from hypersched_nb.notebook.figures import Drawing, loaded_before_threads
+from hypersched_nb.notebook.drawings import Drawing
+from hypersched_nb.notebook.figures import loaded_before_threads
 from hypersched_nb.notebook.forecast_band import Band, Point
 
 __all__ = ["Band", "ForecastPanel", "Point", "band_drawing", "cluster_sizes", "reach"]
@@ -141,6 +142,7 @@ class ForecastPanel:
         # what it says in place of a forecast (or under it: a failure)
         self.said = "" if self.band is not None else _nothing_yet(snap, prior) or ""
         self._lock = threading.Lock()  # held only while the widgets are written
+        self.ended = False  # the search no longer goes on (see over())
         self._wake, self._closed = threading.Event(), threading.Event()
         self._thread: threading.Thread | None = None
         self.separate = separate
@@ -202,7 +204,7 @@ class ForecastPanel:
         None where there is nothing to forecast from yet (the panel says why)."""
         snap = self.experiment.statistics()
         self.started = snap.started
-        if snap.done:  # what was forecast last stays
+        if snap.done or self.ended:  # what was forecast last stays
             return None
         why = _nothing_yet(snap, self.prior)
         if why is not None:
@@ -211,7 +213,8 @@ class ForecastPanel:
             return None
         made = datetime.now()
         frame = self._forecast(reach(snap), cluster_sizes(snap.workers))
-        self.band, self.said = Band.of(frame, made=made, mode=self.mode), ""
+        self.band = Band.of(frame, made=made, mode=self.mode)
+        self.said = self.said if self.ended else ""  # over meanwhile: it still says so
         self._draw()
         return self.band
 
@@ -250,6 +253,17 @@ class ForecastPanel:
         if band is not None and not band.covers(deadline):
             self._wake.set()
         self._draw(marker_only=True, blocking=False)
+
+    def over(self, words: str) -> None:
+        """The search is over, or stopped or failing (``words``: how): no new forecast, and
+        the panel says the one it shows was made while the search ran."""
+        if self.ended:
+            return
+        self.ended = True
+        made = "" if self.band is None else ": this forecast was made while it ran"
+        self.said = f"the search is over ({words}){made}"
+        self.close()
+        self._draw()
 
     def _draw(self, *, marker_only: bool = False, blocking: bool = True) -> None:
         """Bring the widgets to :attr:`band` and :attr:`deadline`. Not ``blocking`` (the
@@ -307,7 +321,7 @@ def _title(band: Band | None, deadline: float, said: str, started) -> str:
         f"<b>{own.expected:.4g}</b> ({spread(own.p10, own.p90)}) · {band.runs} runs, "
         f"{html.escape(band.note)}, made {band.made:%H:%M:%S}"
     )
-    if not band.covers(deadline):
+    if not band.covers(deadline) and not said.startswith("the search is over"):
         reach_end = _when(band.deadlines[-1], started)
         text += f"<br><i>beyond this forecast (up to {reach_end}): a new one is on its way</i>"
     if said:

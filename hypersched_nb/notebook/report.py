@@ -25,7 +25,8 @@ import os
 from pathlib import Path
 
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
-from hypersched_nb.notebook.figures import AllocationHistory, allocation_drawing, curves_drawing
+from hypersched_nb.notebook.drawings import allocation_drawing, curves_drawing
+from hypersched_nb.notebook.figures import AllocationHistory
 
 __all__ = ["packed_plotly_js", "report_html", "unpack", "write_report"]
 

@@ -102,7 +102,7 @@ def bundles(snap: ExperimentSnapshot) -> list[dict]:
     import_plotly()
     import plotly.io as pio
 
-    from hypersched_nb.notebook.figures import allocation_figure, curves_figure
+    from hypersched_nb.notebook.drawings import allocation_figure, curves_figure
 
     out = []
     for fig, charts, text in (

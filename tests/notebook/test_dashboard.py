@@ -11,7 +11,8 @@ import pytest
 
 from hypersched_nb.experiment._fail_fast import SearchFailed
 from hypersched_nb.notebook.dashboard import Dashboard
-from hypersched_nb.notebook.figures import allocation_figure, colour, curves_figure
+from hypersched_nb.notebook.drawings import allocation_figure, curves_figure
+from hypersched_nb.notebook.figures import colour
 from hypersched_nb.notebook.static import PNG, picture, picture_figure
 from hypersched_nb.testing.halt import halted_replay
 from tests.notebook.conftest import small_trace
@@ -256,3 +257,29 @@ def test_a_search_that_fails_says_so_before_its_trials_have_wound_down():
     session.status = "running"
     session.failing(SearchFailed("the first 3 trials all failed"))
     assert session.status == "failing" and not session.done  # its thread still winds down
+
+
+def test_a_hover_names_the_trials_configuration(finished):
+    snap = finished.statistics()
+    row = next(r for r in snap.trials if r.peak_workers)
+    cfg = f"lr={row.config['lr']:.4g}"
+    band = next(t for t in allocation_figure(snap).data if t.name == f"trial {row.trial_id}")
+    curve = next(t for t in curves_figure(snap).data if t.name == f"trial {row.trial_id}")
+    assert cfg in band.hovertemplate and cfg in curve.hovertemplate
+
+
+def test_once_the_search_is_over_the_forecast_panel_says_so_and_forecasts_no_more():
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    dash = Dashboard(exp, forecast_every=60)
+    dash.forecast.separate = False
+    dash.forecast.update()
+    dash._on_stop(dash.stop_button)
+    title = dash.forecast.title.value
+    assert (
+        "the search is over (stopped by you at 40s): this forecast was made while it ran" in title
+    )
+    assert dash.forecast.ended
+    halt.release()
+    exp.wait()

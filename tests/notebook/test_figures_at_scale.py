@@ -7,13 +7,8 @@ import numpy as np
 
 from hypersched_nb import Experiment
 from hypersched_nb.notebook.dashboard import Dashboard
-from hypersched_nb.notebook.figures import (
-    AllocationHistory,
-    allocation_figure,
-    allocation_layers,
-    curves_figure,
-    spotlight,
-)
+from hypersched_nb.notebook.drawings import allocation_figure, curves_figure
+from hypersched_nb.notebook.figures import AllocationHistory, allocation_layers, spotlight
 from hypersched_nb.notebook.static import picture, picture_figure
 from hypersched_nb.testing.traces import synthetic_trace
 from tests.notebook.conftest import Recorded, views
