@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from hypersched_nb.experiment._fail_fast import SearchFailed
+from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.notebook.dashboard import Dashboard
 from hypersched_nb.notebook.drawings import allocation_figure, curves_figure
 from hypersched_nb.notebook.figures import colour
@@ -283,3 +284,21 @@ def test_once_the_search_is_over_the_forecast_panel_says_so_and_forecasts_no_mor
     assert dash.forecast.ended
     halt.release()
     exp.wait()
+
+
+def test_a_resumed_search_says_it_was_interrupted_and_when_it_went_on():
+    from datetime import datetime, timedelta
+
+    from hypersched_nb.experiment._session import Session
+
+    session = Session()  # a live search, as Experiment.resume() opens it
+    first = datetime.now() - timedelta(minutes=5)
+    clock = session.open(started=first)
+    assert 299 < session.resumed_at < 302 and clock.now() >= session.resumed_at
+    snap = ExperimentSnapshot(
+        time=310.0, deadline=600.0, status="running", metric="acc", mode="max", policy="asha",
+        describe="", workers=2, started=first, resumed_at=session.resumed_at,
+    )  # fmt: skip
+    resumed = (first + timedelta(seconds=session.resumed_at)).strftime("%H:%M")
+    assert snap.status_text() == f"interrupted, resumed at {resumed}; running"
+    assert Session().open() is not None and Session().resumed_at is None  # a first start
