@@ -143,9 +143,14 @@ class Dashboard:
     def _picture(self, snap: ExperimentSnapshot) -> None:
         """The display's fallback picture: the final one once the search is over (the widget
         view goes, the picture stays), else, once, the first beside the widget view."""
-        if self._handle is not None and (snap.done or not self._pictured):
-            self._handle.update(self._bundle(snap), raw=True)
-            self._pictured = True
+        if self._handle is None or (self._pictured and not snap.done):
+            return
+        if snap.done and self.forecast is not None:  # no drawing of it left under way
+            self.forecast.close(wait=60.0)
+        self._handle.update(self._bundle(snap), raw=True)
+        self._pictured = True
+        if snap.done:  # the front end lets go of the widgets no view shows any more
+            _close(self.widget)
 
     def start(self) -> Dashboard:
         """Begin refreshing on a background thread (showing the dashboard does it)."""
@@ -231,6 +236,13 @@ class Dashboard:
         self.stop_button.disabled = True
         self.experiment.stop(wait=False)
         self.refresh()  # "stopped by you at …" now, not at the next period
+
+
+def _close(widget) -> None:
+    """Close a widget and every widget under it (their models end in the front end too)."""
+    for child in getattr(widget, "children", ()):
+        _close(child)
+    widget.close()
 
 
 def _step(end: float) -> float:

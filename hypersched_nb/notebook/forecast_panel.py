@@ -164,15 +164,16 @@ class ForecastPanel:
             self._thread.start()
         return self
 
-    def close(self, *, wait: bool = False) -> None:
-        """Stop forecasting; ``wait``: until a forecast under way has ended too."""
+    def close(self, *, wait: bool | float = False) -> None:
+        """Stop forecasting; ``wait``: until a forecast under way has ended too (a number:
+        for at most that many seconds)."""
         self._closed.set()
         self._wake.set()
         thread = self._thread
         if thread is None:
             self._end_pool()
-        elif wait:
-            thread.join()
+        elif wait is not False:
+            thread.join(None if wait is True else float(wait))
 
     def _loop(self) -> None:
         try:
@@ -213,8 +214,9 @@ class ForecastPanel:
             return None
         made = datetime.now()
         frame = self._forecast(reach(snap), cluster_sizes(snap.workers))
-        self.band = Band.of(frame, made=made, mode=self.mode)
-        self.said = self.said if self.ended else ""  # over meanwhile: it still says so
+        if self.ended:  # over meanwhile: the panel says so, and is drawn no more
+            return None
+        self.band, self.said = Band.of(frame, made=made, mode=self.mode), ""
         self._draw()
         return self.band
 

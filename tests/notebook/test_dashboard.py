@@ -100,6 +100,8 @@ def test_the_display_becomes_the_picture_when_the_search_ends(replay, monkeypatc
     dash._thread.join(timeout=30)
     assert "application/vnd.jupyter.widget-view+json" in displays.shown[0]
     assert set(displays.updates[-1]) == {PNG, "text/plain"}
+    # no view shows the widgets any more: closed, so no late update reaches the front end
+    assert dash.header.comm is None and dash.allocation.comm is None
 
 
 def test_the_slider_moves_the_deadline(replay):
