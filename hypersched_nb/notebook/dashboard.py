@@ -39,6 +39,7 @@ from hypersched_nb.notebook.drawings import (
 from hypersched_nb.notebook.figures import AllocationHistory, loaded_before_threads
 from hypersched_nb.notebook.forecast_panel import ForecastPanel
 from hypersched_nb.notebook.static import PNG, picture_bundle
+from hypersched_nb.notebook.trials_panel import TrialsPanel
 
 __all__ = ["Dashboard"]
 
@@ -99,6 +100,8 @@ class Dashboard:
         self._curves = _LiveFigure(curves_drawing(snap, history=self._history))
         self.allocation, self.curves = self._allocation.widget, self._curves.widget
         self.events = w.HTML()
+        self.trials = TrialsPanel(snap)  # sortable, and one trial whole
+        trials = w.Accordion([self.trials.widget], titles=("trials",), selected_index=None)
         self.forecast: ForecastPanel | None = None
         if forecast_every is not None:
             self.forecast = ForecastPanel(experiment, every=forecast_every, prior=forecast_prior)
@@ -112,6 +115,7 @@ class Dashboard:
                 *([self.forecast.widget] if self.forecast is not None else []),
                 w.HBox([self.allocation, self.curves], layout=w.Layout(flex_flow="row wrap")),
                 self.events,
+                trials,
             ]
         )
         self.refresh(snap)
@@ -206,6 +210,7 @@ class Dashboard:
             self._allocation.show(allocation_drawing(snap, history=self._history))
             self._curves.show(curves_drawing(snap, history=self._history))
             self.events.value = _events_html(snap)
+            self.trials.show(snap)
             self._version = snap.version
         elif not snap.done:  # only time moved: the "now" line and the axis
             shown = self._allocation.shown

@@ -304,3 +304,27 @@ def test_a_resumed_search_says_it_was_interrupted_and_when_it_went_on():
     resumed = (first + timedelta(seconds=session.resumed_at)).strftime("%H:%M")
     assert snap.status_text() == f"interrupted, resumed at {resumed}; running"
     assert Session().open() is not None and Session().resumed_at is None  # a first start
+
+
+def test_the_trials_sort_by_the_column_chosen_and_one_chosen_shows_whole(finished):
+    from hypersched_nb.notebook.trials_panel import sorted_rows
+
+    dash = Dashboard(finished, forecast_every=None)
+    snap, panel = finished.statistics(), dash.trials
+    best = snap.best.trial_id
+    assert panel.table.value.split("<tr>")[2].startswith(f"<td>#{best}</td>")  # by best
+    assert sorted_rows(snap, "best")[0].trial_id == best  # the best first
+    assert [r.trial_id for r in sorted_rows(snap, "trial")] == sorted(
+        r.trial_id for r in snap.trials
+    )
+    panel.sort.value = "epochs"
+    epochs = [r.epochs for r in sorted_rows(snap, "epochs")]
+    assert epochs == sorted(epochs, reverse=True)
+    first_row = panel.table.value.split("<tr>")[2]
+    assert first_row.startswith(f"<td>#{sorted_rows(snap, 'epochs')[0].trial_id}</td>")
+    panel.pick.value = best
+    detail = panel.detail.value
+    assert f"trial {best}" in detail and f"lr={snap.best.config['lr']:.4g}" in detail
+    decisions = [e for e in snap.events if e["trial"] == best]
+    assert detail.count("<tr>") == len(decisions) > 0  # every decision about it, with its reason
+    assert "workers</b> 1 from" in detail  # the workers it held over time
