@@ -53,14 +53,32 @@ def notebook(folder: Path, name: str, cells: list[str]) -> str:
     return name
 
 
+def watch_page(lab: Lab, words: str) -> None:
+    """From now on, the page notes the wall-clock time at which its text first holds
+    ``words`` (at every change of the page: a header shown for a moment is not missed)."""
+    lab.page.evaluate(
+        """(words) => {
+            window.__seen = window.__seen || {};
+            const look = () => {
+                if (!(words in window.__seen) && document.body.innerText.includes(words)) {
+                    window.__seen[words] = Date.now() / 1000;
+                }
+            };
+            new MutationObserver(look).observe(document.body,
+                {subtree: true, childList: true, characterData: true});
+            look();
+        }""",
+        words,
+    )
+
+
 def page_says(lab: Lab, words: str, seconds: float) -> float:
-    """Wait until the page's text holds ``words`` (looked for at every frame); the wall-clock
-    time it was seen."""
+    """The wall-clock time at which the page first held ``words`` (see :func:`watch_page`),
+    waiting up to ``seconds`` for it."""
     lab.page.wait_for_function(
-        "(words) => document.body.innerText.includes(words)", arg=words, polling="raf",
-        timeout=seconds * 1000,
-    )  # fmt: skip
-    return time.time()
+        "(words) => window.__seen && words in window.__seen", arg=words, timeout=seconds * 1000
+    )
+    return lab.page.evaluate("(words) => window.__seen[words]", words)
 
 
 def marks(folder: Path, seconds: float = 60) -> list[dict]:
@@ -120,10 +138,11 @@ def test_a_click_on_stop_says_stopped_within_two_seconds(tmp_path):
                                              "exp.wait()"])  # fmt: skip
     with Lab(tmp_path, artifacts=ARTIFACTS) as lab:
         lab.open(name)
+        watch_page(lab, "stopped by you at")
         lab.run_all()
         lab.wait_ran(1, timeout=120)
         dashboard = lab.page.locator(".widget-vbox").first
-        page_says(lab, "running", 60)
+        dashboard.locator(".widget-html", has_text="running").first.wait_for(timeout=60_000)
         time.sleep(3.0)
         clicked = lab.click(dashboard.locator(".widget-button", has_text="stop").first)
         said = page_says(lab, "stopped by you at", 30)
@@ -141,6 +160,7 @@ def test_a_search_that_fails_fast_says_failed_within_two_seconds(tmp_path):
     name = notebook(tmp_path, "fail.ipynb", [SEARCH.format(extra=bad, deadline="3m"), WATCH])
     with Lab(tmp_path, artifacts=ARTIFACTS) as lab:
         lab.open(name)
+        watch_page(lab, "failed: ")
         lab.run_all()
         lab.wait_ran(1, timeout=120)
         said = page_says(lab, "failed: ", 120)
