@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml requirements-cuda-nodeps.txt | sha1sum | cut -c1-12)
 
-.PHONY: demo test bench lint chromium docs
+.PHONY: demo test bench lint chromium docs kernel
 
 $(STAMP): pyproject.toml requirements-cuda-nodeps.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -13,6 +13,9 @@ $(STAMP): pyproject.toml requirements-cuda-nodeps.txt
 	# dask-cuda needs rapids-dask-dependency, which only the RAPIDS index has: take it
 	# without dependencies plus what it really imports (it is imported only on GPU machines).
 	$(PY) -m pip install -q --no-deps -r requirements-cuda-nodeps.txt
+	# the kernel the notebooks name, for a JupyterLab of this environment (`make kernel`:
+	# for one of another environment)
+	$(PY) -m ipykernel install --sys-prefix --name hypersched-nb --display-name "Python (hypersched_nb)"
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -21,6 +24,11 @@ demo: $(STAMP)
 
 test: $(STAMP) chromium
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env
+
+# The notebooks' kernel, registered for this user: a JupyterLab or VS Code of another
+# environment then runs them here (docs/guide/notebooks.md).
+kernel: $(STAMP)
+	$(PY) -m ipykernel install --user --name hypersched-nb --display-name "Python (hypersched_nb)"
 
 # The browser tests drive Debian's chromium through Playwright (never `playwright install`,
 # which downloads a browser); without root or apt-get they skip and say why.

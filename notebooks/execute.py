@@ -3,9 +3,10 @@
     .venv/bin/python notebooks/execute.py                 # every notebook in this folder
     .venv/bin/python notebooks/execute.py 02-policies.ipynb
 
-Each notebook runs in a fresh ``python3`` kernel of this environment, in this folder.
-Widget views are dropped from the saved outputs: their state is not saved, so a saved
-notebook shows the static picture that every dashboard display carries instead.
+Each notebook runs in a fresh ``python3`` kernel of this environment, in this folder (the
+notebooks keep naming the ``hypersched-nb`` kernel that ``make`` registers). Widget views are
+dropped from the saved outputs: their state is not saved, so a saved notebook shows the PNG
+picture that every dashboard display carries instead (a finished one carries nothing else).
 """
 
 from __future__ import annotations

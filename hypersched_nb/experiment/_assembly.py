@@ -122,7 +122,7 @@ def fresh(parts: Parts, session: Session) -> tuple[Search, Settings]:
         write = None if writer is None else writer.write
         observed = Observed(runtime, clock, session.gate, session.poll, record=write)
         inputs = Inputs(clock, observed, parts.source, record=write)
-        return _search(parts, s, observed, clock, inputs, writer, deadline, runtime), s
+        return _search(parts, s, session, observed, clock, inputs, writer, deadline, runtime), s
     except BaseException:
         session.close()
         raise
@@ -162,7 +162,7 @@ def resumed(parts: Parts, session: Session, journal: Journal, new_deadline) -> S
         live = Inputs(clock, observed, parts.source, record=writer.write)
         inputs = Replay(tape, runtime=observed, live=live, on_offer=parts.source.replayed)
         deadline = journal.settings["deadline"]
-        search = _search(parts, s, observed, clock, inputs, writer, deadline, runtime)
+        search = _search(parts, s, session, observed, clock, inputs, writer, deadline, runtime)
     except BaseException:
         session.close()
         raise
@@ -183,7 +183,7 @@ def reopened(parts: Parts, journal: Journal) -> tuple[Search, Session, str]:
     session = Session(dry, tape)
     observed = Observed(AfterReplay(dry, tape), tape, session.gate, None)
     inputs = Replay(tape, runtime=observed)
-    search = _search(parts, s, observed, tape, inputs, None, s.deadline, dry)
+    search = _search(parts, s, session, observed, tape, inputs, None, s.deadline, dry)
     session.gate.enter()  # as a driver's thread does: readers get in while it waits
     try:
         search.driver.run()
@@ -198,8 +198,8 @@ def reopened(parts: Parts, journal: Journal) -> tuple[Search, Session, str]:
     return search, session, status
 
 
-def _search(parts: Parts, s: Settings, observed, clock, inputs, writer, deadline, runtime):
-    heard = Heard(parts.source, s.fail_fast)
+def _search(parts: Parts, s: Settings, session, observed, clock, inputs, writer, deadline, runtime):
+    heard = Heard(parts.source, s.fail_fast, failing=session.failing)
     driver = Driver(
         parts.policy, observed, clock, parts.source, deadline=deadline,
         max_epochs=s.max_epochs, mode=s.mode,

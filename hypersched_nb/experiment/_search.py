@@ -28,10 +28,11 @@ __all__ = ["Heard", "Search"]
 class Heard:
     """What the search hears of its trials as they pause or end: the sampler learns from
     each (:meth:`OptunaSource.tell`), and fail-fast watches the endings. Its answer to an
-    ending is the reason to stop the search (None: go on)."""
+    ending is the reason to stop the search (None: go on); ``failing`` hears the failure
+    the moment it is known (the session's status says it at once)."""
 
-    def __init__(self, source, fail_fast: int | None):
-        self.source, self._fail_fast = source, FailFast(fail_fast)
+    def __init__(self, source, fail_fast: int | None, *, failing):
+        self.source, self._fail_fast, self._failing = source, FailFast(fail_fast), failing
         self.failure: HyperschedError | None = None  # what stopped the search
 
     def over(self, trial: Trial, ending: TrialEnding) -> str | None:
@@ -39,6 +40,7 @@ class Heard:
         why = self._fail_fast.heard(trial, ending)
         if why is not None:
             self.failure = SearchFailed(why)
+            self._failing(self.failure)  # said at once, not when the trials have ended
         return why
 
     def paused(self, trial: Trial) -> None:
@@ -129,13 +131,17 @@ class Search:
         error = None
         if session.error is not None:
             error = f"{type(session.error).__name__}: {session.error}"
+        # the policy's line read at this snapshot's moment: one reading of the clock for
+        # every "left" it shows, and the deadline in force now (moved since its last turn)
+        ctx = d.context()._replace(now=now, deadline=d.deadline)
         return ExperimentSnapshot(
             time=now, deadline=d.deadline, status=session.status, metric=metric, mode=mode,
             policy=getattr(policy, "name", type(policy).__name__),
-            describe=policy.describe(d.context()), workers=d.capacity,
+            describe=policy.describe(ctx), workers=d.capacity,
             trials=rows.of(d.trials.values(), obs.peak), allocation=tuple(obs.allocation),
             capacity=tuple(obs.capacity), best=self.best(), events=tuple(self.events()),
             started=session.started, error=error, version=obs.version, forecast=forecast,
+            stopped_at=session.stopped_at, resumed_at=session.resumed_at,
         )  # fmt: skip
 
     def standing(self, session, source):

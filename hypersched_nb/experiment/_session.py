@@ -7,8 +7,11 @@ replayed trace, a test's fake) runs on those. :meth:`Session.run` runs the drive
 of its own; when the driver returns or raises, the runtime is freed and a cluster the session
 started is closed.
 
-``status`` goes created -> running -> (stopping ->) finished or failed. The user's thread
-and the driver's both change it, so it changes under one lock. The driver's thread holds
+``status`` goes created -> running -> (stopping ->) finished, or running -> (failing ->)
+failed: "stopping" from the user's stop (``stopped_at`` says when), "failing" from the
+moment the search knows it fails (fail-fast) until its thread ends. A resumed search notes
+when it went on (``resumed_at``). The user's thread and the driver's both change the status,
+so it changes under one lock. The driver's thread holds
 ``gate`` while it decides (see ``_observed``), the end of the search included.
 """
 
@@ -50,6 +53,8 @@ class Session:
         self.status = "created"
         self.error: BaseException | None = None
         self.started: datetime | None = None  # when a live search started, on the wall clock
+        self.stopped_at: float | None = None  # clock time of the user's stop
+        self.resumed_at: float | None = None  # clock time a resumed search went on at
         self.gate = Gate()
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -71,6 +76,8 @@ class Session:
             now = datetime.now()
             self.started = started or now
             self.clock = WallClock(since=(now - self.started).total_seconds())
+            if started is not None:  # its kernel died: it goes on from here
+                self.resumed_at = self.clock.now()
         return self.clock
 
     def run_folder(self) -> str:
@@ -148,7 +155,14 @@ class Session:
         with self._lock:
             if self.status == "running":
                 self.status = "stopping"
+                self.stopped_at = self.clock.now()
                 request()
+
+    def failing(self, error: BaseException) -> None:
+        """The search fails with ``error`` (raised when its thread ends): said at once."""
+        with self._lock:
+            if self.status in ("running", "stopping"):
+                self.status, self.error = "failing", error
 
     def wait(self, timeout: float | None = None) -> bool:
         if self._thread is None and not self._done.is_set():

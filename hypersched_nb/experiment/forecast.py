@@ -37,7 +37,10 @@ the same driver loop and the same policy code as the search itself:
 4. **Summarise**: per (deadline, workers), the mean final best, its 10th and 90th
    percentiles and the share of runs that beat the current best by ``margin``. A search
    with more time could always be run as one with less time and then extended, so each
-   run's best is carried forward to longer deadlines: more time never forecasts worse.
+   run's best is carried forward to longer deadlines: more time never forecasts worse. A
+   search with more workers could always leave the extra ones idle, so each run's best is
+   carried forward to larger clusters too (the runs share their random draws across
+   cluster sizes): more workers never forecast worse.
 
 **What if the policy were told otherwise?** ``early_signal="trust"`` (or ``"doubt"``) tells
 the clone of a ``hypersched`` policy, in every run, to trust epoch 1 from now on (or to test
@@ -57,8 +60,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from itertools import count, islice
 
 import numpy as np
@@ -161,6 +164,10 @@ class Forecast:
     runs: int
     basis: str  # "search" or "prior"
     early_signal: str | None = None  # told to the policy's clones (None: as it stands)
+    started: datetime | None = None  # the search's wall time at clock 0 (None: virtual)
+    # every run's best, (workers asked, runs, deadlines asked): what a view compares with a
+    # best newer than this forecast's
+    finals: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def note(self) -> str:
@@ -176,7 +183,7 @@ class Forecast:
         df = pd.DataFrame([_fields(o) for o in self.outlooks])
         df.attrs.update(
             now=self.now, best=self.best, margin=self.margin, runs=self.runs, note=self.note,
-            early_signal=self.early_signal,
+            early_signal=self.early_signal, started=self.started, finals=_nested(self.finals),
         )  # fmt: skip
         return df
 
@@ -195,13 +202,46 @@ def forecast_line(frame, row: int = 0) -> str:
     """Row ``row`` of a forecast's frame in one line (what ``%hypersched forecast`` prints)."""
     o, at = frame.iloc[row], frame.attrs
     when = format_duration(max(0.0, o.deadline - at["now"]))
-    beat = "" if math.isnan(o.p_beat) else f", P(beats {at['best']:.4g}) {o.p_beat:.0%}"
+    runs = at["runs"]
+    beat = ""
+    if not math.isnan(o.p_beat):
+        beat = f", beats {at['best']:.4g} in {shares(o.p_beat, runs)}"
     told = at.get("early_signal")
     told = f" told early_signal={told!r}" if told else ""
+    started = at.get("started")
+    by = f"{o.deadline:.0f}s"
+    if started is not None:  # a live search: its clock times, as every other line says them
+        by = f"{started + timedelta(seconds=o.deadline):%H:%M:%S}"
     return (
-        f"by {o.deadline:.0f}s (in {when}) on {o.workers:.0f} workers{told}: best {o.expected:.4g} "
-        f"(10-90%: {o.p10:.4g}-{o.p90:.4g}){beat}; {at['runs']} runs, {at['note']}"
+        f"by {by} (in {when}) on {o.workers:.0f} workers{told}: best {o.expected:.4g} "
+        f"({spread(o.p10, o.p90)}){beat}; {runs} runs, {at['note']}"
     )
+
+
+def _nested(finals: np.ndarray | None):
+    """Every run's best as nested tuples, None for no best: values a frame's ``attrs``
+    compare by (as an array's would not)."""
+    if finals is None:
+        return None
+    return (
+        tuple(map(_nested, finals))
+        if finals.ndim
+        else (None if np.isnan(finals) else float(finals))
+    )
+
+
+def shares(p: float, runs: int) -> str:
+    """A share of the runs as a count ("8 of 8 runs"): a handful of runs never reads as a
+    certainty ("100 %")."""
+    return f"{round(p * runs)} of {runs} runs"
+
+
+def spread(p10: float, p90: float) -> str:
+    """The 10-90 % range, or, where most runs agree on one value, that they do (a band of
+    no width is not a certainty either)."""
+    if p10 == p90:
+        return f"at least 80% of runs: {p10:.4g}"
+    return f"10-90%: {p10:.4g}-{p90:.4g}"
 
 
 def _fields(o: Outlook) -> dict:
@@ -426,14 +466,17 @@ def forecast(
         ]
     )  # (workers, runs, deadlines)
     finals = _carried_forward(finals, asked_deadlines, standing.mode)
+    ordered = np.moveaxis(finals, 0, -1)  # (runs, deadlines, workers): carried to more workers
+    finals = np.moveaxis(_carried_forward(ordered, asked_workers, standing.mode), -1, 0)
     outlooks = tuple(
         _outlook(finals[j, :, i], d, w, standing, margin)
         for i, d in enumerate(asked_deadlines)
         for j, w in enumerate(asked_workers)
     )
     return Forecast(
-        outlooks, standing.now, standing.best, margin, runs, futures.basis, early_signal
-    )
+        outlooks, standing.now, standing.best, margin, runs, futures.basis, early_signal,
+        started, finals,
+    )  # fmt: skip
 
 
 def _run(

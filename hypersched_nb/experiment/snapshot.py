@@ -72,7 +72,7 @@ class ExperimentSnapshot:
 
     time: float
     deadline: float
-    status: str  # created, running, stopping, finished or failed
+    status: str  # created, running, stopping, failing, finished, failed (or interrupted)
     metric: str
     mode: str
     policy: str  # the registry name
@@ -86,6 +86,8 @@ class ExperimentSnapshot:
     started: datetime | None = None  # wall time at clock 0 (None on a virtual clock)
     error: str | None = None
     version: int = 0  # grows with every change the search makes
+    stopped_at: float | None = None  # when the user asked it to stop (clock time)
+    resumed_at: float | None = None  # when it went on after its kernel died (clock time)
     counts: Mapping[str, int] = field(default_factory=dict)
     # the last forecast asked of the search (not its state: two snapshots of one moment
     # are equal whatever was forecast between them)
@@ -117,6 +119,43 @@ class ExperimentSnapshot:
     def done(self) -> bool:
         return self.status in ("finished", "failed")
 
+    @property
+    def going(self) -> bool:
+        """Not over, and neither stopped nor failing: what a stop button, a policy line or a
+        time left may be shown for (a search not started yet goes, from its start)."""
+        return self.status in ("created", "running")
+
+    @property
+    def policy_holds(self) -> bool:
+        """The policy's own line is true of this moment: the search runs, or it ran to its
+        deadline (a line read when it was stopped, failed or ran out of trials would speak
+        of time left that it will not use)."""
+        if not self.describe:
+            return False
+        reached = self.status == "finished" and self.stopped_at is None
+        return self.going or (reached and self.time >= self.deadline)
+
+    def status_text(self) -> str:
+        """What happened, in the words every view uses (the dashboard's header, the magic's
+        ``status``, the report): "running", "finished" (the deadline was reached, or nothing
+        was left to run), "stopped by you at 14:02", "failed: <the one line>", each after
+        "interrupted, resumed at 14:05; " for a search that went on after its kernel died."""
+        if self.status in ("failing", "failed"):
+            line = (self.error or "").strip().splitlines()
+            text = f"failed: {_one_line(line[-1])}" if line else "failed"
+        elif self.stopped_at is not None and self.status in ("stopping", "finished"):
+            text = f"stopped by you at {self._at(self.stopped_at)}"
+        else:
+            text = {"created": "not started"}.get(self.status, self.status)
+        if self.resumed_at is not None:
+            text = f"interrupted, resumed at {self._at(self.resumed_at)}; {text}"
+        return text
+
+    def _at(self, t: float) -> str:
+        """Clock time ``t`` as a person reads it: ``14:02`` live, ``42s`` on a virtual clock."""
+        at = self.wall(t)
+        return f"{t:.0f}s" if at is None else at.strftime("%H:%M")
+
     def wall(self, t: float) -> datetime | None:
         """The wall time of clock time ``t`` (None on a virtual clock)."""
         return None if self.started is None else self.started + timedelta(seconds=t)
@@ -125,7 +164,7 @@ class ExperimentSnapshot:
         """``"17:00:00 (in 12m 05s)"`` live, ``"at 900s"`` on a virtual clock."""
         at = self.wall(self.deadline)
         where = f"at {self.deadline:.0f}s" if at is None else at.strftime("%H:%M:%S")
-        if self.done:
+        if not self.going:
             return where
         return f"{where} (in {format_duration(self.time_left)})"
 
@@ -142,7 +181,8 @@ class ExperimentSnapshot:
     def progress_line(self) -> str:
         """One line for a terminal or a status bar."""
         c = self.counts
-        head = "done" if self.done else f"{format_duration(self.time_left)} left"
+        head = f"{format_duration(self.time_left)} left" if self.going else "ending"
+        head = "done" if self.done else head
         return (
             f"{head} | running {c.get('RUNNING', 0)} paused {c.get('PAUSED', 0)} "
             f"stopped {self.stopped} | workers {self.workers_text()} | {self.best_text()}"
@@ -150,13 +190,12 @@ class ExperimentSnapshot:
 
     def __str__(self) -> str:
         lines = [
-            f"{self.policy} search, {self.status}: deadline {self.deadline_text()}, {self.workers} workers",
+            f"{self.policy} search, {self.status_text()} · deadline {self.deadline_text()}, "
+            f"{self.workers} workers",
             self.progress_line(),
         ]
-        if self.describe and self.describe != self.policy:
+        if self.policy_holds and self.describe != self.policy:
             lines.append(f"policy: {self.describe}")
-        if self.error:
-            lines.append(f"error: {self.error.strip().splitlines()[-1]}")
         return "\n".join(lines)
 
     def frame(self):
@@ -198,6 +237,12 @@ class ExperimentSnapshot:
         for trial, (start, workers) in since.items():
             series[trial][start:] = [workers] * (len(times) - start)
         return times, series
+
+
+def _one_line(error: str) -> str:
+    """An error's line as said to the user: a search that failed on purpose says why, with
+    no class name before it."""
+    return error.removeprefix("SearchFailed: ")
 
 
 def _fmt(value: float, digits: int) -> str:

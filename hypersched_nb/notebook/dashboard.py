@@ -7,9 +7,12 @@ The dashboard only observes: a background thread reads :meth:`Experiment.statist
 every ``interval`` seconds and pushes trait updates (the figures only when the snapshot's
 ``version`` moved), so the kernel stays free for the slider while the search runs; a
 refresh that fails says why in the header, and the next one goes on. The one thing it
-writes is what a person asks for: a new deadline, or a stop. The display also
-carries a static HTML/SVG picture, refreshed when the search ends, so a saved notebook
-shows the final state where the widget state is missing or stale.
+writes is what a person asks for: a new deadline, or a stop.
+
+What a saved notebook keeps: the display carries a PNG picture of the search
+(:mod:`.static`) beside the widget view, which a front end without the widgets' state (an
+untrusted notebook, GitHub, a kernel gone) shows instead; when the search ends, the display
+is updated to the final picture alone, so the widget view goes and the picture stays.
 
 A redraw costs what changed, not the search's size: the dashboard keeps one
 :class:`AllocationHistory` that reads each new allocation record once, and it sends a figure
@@ -19,6 +22,7 @@ only the trace properties that differ from what it shows (one batched message).
 from __future__ import annotations
 
 import html
+import math
 import threading
 
 import numpy as np
@@ -26,16 +30,16 @@ import numpy as np
 from hypersched_nb.experiment._kernel_pump import cell_holds_controls
 from hypersched_nb.experiment.deadline import format_duration
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
-from hypersched_nb.notebook.figures import (
-    AllocationHistory,
+from hypersched_nb.notebook.drawings import (
     Drawing,
     allocation_drawing,
     allocation_layout,
     curves_drawing,
-    loaded_before_threads,
 )
+from hypersched_nb.notebook.figures import AllocationHistory, loaded_before_threads
 from hypersched_nb.notebook.forecast_panel import ForecastPanel
-from hypersched_nb.notebook.static import static_html
+from hypersched_nb.notebook.static import PNG, picture_bundle
+from hypersched_nb.notebook.trials_panel import TrialsPanel
 
 __all__ = ["Dashboard"]
 
@@ -73,6 +77,8 @@ class Dashboard:
         snap = experiment.statistics()
         self._version = -1
         self._handle = None
+        self._pictured = False  # the display carries a picture
+        self._said_end = False  # the widgets have shown how the search ended
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
         self._setting = False  # True while the code itself moves the slider
@@ -94,6 +100,8 @@ class Dashboard:
         self._curves = _LiveFigure(curves_drawing(snap, history=self._history))
         self.allocation, self.curves = self._allocation.widget, self._curves.widget
         self.events = w.HTML()
+        self.trials = TrialsPanel(snap)  # sortable, and one trial whole
+        trials = w.Accordion([self.trials.widget], titles=("trials",), selected_index=None)
         self.forecast: ForecastPanel | None = None
         if forecast_every is not None:
             self.forecast = ForecastPanel(experiment, every=forecast_every, prior=forecast_prior)
@@ -107,26 +115,46 @@ class Dashboard:
                 *([self.forecast.widget] if self.forecast is not None else []),
                 w.HBox([self.allocation, self.curves], layout=w.Layout(flex_flow="row wrap")),
                 self.events,
+                trials,
             ]
         )
         self.refresh(snap)
 
     # ------------------------------------------------------------------ display
 
-    def _bundle(self, snap: ExperimentSnapshot) -> dict:
-        data = self.widget._repr_mimebundle_()
-        data = dict(data[0] if isinstance(data, tuple) else data)
-        data["text/html"] = static_html(snap)
-        data["text/plain"] = str(snap)
-        return data
+    def _bundle(self, snap: ExperimentSnapshot, *, picture: bool = True) -> dict:
+        """What is displayed: while the search runs, the widget view with the picture as
+        its fallback (``picture``); once it is over, the picture alone."""
+        if snap.done:
+            return picture_bundle(snap)
+        view = self.widget._repr_mimebundle_()
+        view = dict(view[0] if isinstance(view, tuple) else view)
+        if not picture:
+            return {**view, "text/plain": str(snap)}
+        data = picture_bundle(snap)
+        return {**view, PNG: data[PNG], "text/plain": data["text/plain"]}
 
     def _ipython_display_(self) -> None:
+        """Show the widgets at once; the picture they carry as a fallback (matplotlib's
+        import and a drawing: a second or two) is added by the refresh thread's first turn."""
         from IPython.display import display
 
-        self._handle = display(
-            self._bundle(self.experiment.statistics()), raw=True, display_id=True
-        )
+        snap = self.experiment.statistics()
+        self._handle = display(self._bundle(snap, picture=False), raw=True, display_id=True)
+        self._pictured = snap.done
         self.start()
+
+    def _picture(self, snap: ExperimentSnapshot) -> None:
+        """The display's fallback picture: the final one once the search is over (the widget
+        view goes, the picture stays), else, once, the first beside the widget view."""
+        if self._handle is None or (self._pictured and not snap.done):
+            return
+        if snap.done and self.forecast is not None:  # no drawing of it left under way
+            self.forecast.close(wait=60.0)
+        self._handle.update(self._bundle(snap), raw=True)
+        self._pictured = True
+        if snap.done:  # the front end lets go of the widgets no view shows any more
+            _close(self.widget)
 
     def start(self) -> Dashboard:
         """Begin refreshing on a background thread (showing the dashboard does it)."""
@@ -149,8 +177,10 @@ class Dashboard:
         while not self._closed.wait(self.interval):
             try:
                 snap = self.refresh(self.experiment.statistics())
-                if snap.done and self._handle is not None:
-                    self._handle.update(self._bundle(snap), raw=True)
+                if snap.done and not self._said_end:  # the header's last words shown for a
+                    self._said_end = True  # period, then the picture in place of the widgets
+                    continue
+                self._picture(snap)
             except Exception as exc:  # noqa: BLE001 - a thread has nowhere else to say it
                 why = f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
                 self.header.value = f"{self.header.value.split(_FAILED)[0]}{_FAILED}{why}"
@@ -168,19 +198,24 @@ class Dashboard:
     def _refresh(self, snap: ExperimentSnapshot) -> ExperimentSnapshot:
         held = not snap.done and cell_holds_controls()
         self.header.value = _header(snap) + (_HELD if held else "")
-        self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.describe else ""
+        # the policy's line speaks of time left: it goes once the search is over
+        self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.policy_holds else ""
         self._sync_slider(snap)
         if self.forecast is not None:  # the marker, and the band read there: nothing simulated
-            self.forecast.follow(snap.deadline)
+            best = math.nan if snap.best is None else snap.best.metric
+            self.forecast.follow(snap.deadline, best)
+            if not snap.going and snap.status != "created":
+                self.forecast.over(snap.status_text())
         if snap.version != self._version:
             self._allocation.show(allocation_drawing(snap, history=self._history))
             self._curves.show(curves_drawing(snap, history=self._history))
             self.events.value = _events_html(snap)
+            self.trials.show(snap)
             self._version = snap.version
         elif not snap.done:  # only time moved: the "now" line and the axis
             shown = self._allocation.shown
             self._allocation.show(Drawing(shown.traces, allocation_layout(snap)))
-        if snap.done:
+        if not snap.going:  # stopped, failing or over: nothing left to change
             self.slider.disabled = self.stop_button.disabled = True
         return snap
 
@@ -203,8 +238,16 @@ class Dashboard:
             self.refresh()
 
     def _on_stop(self, _button) -> None:
-        self.experiment.stop(wait=False)
         self.stop_button.disabled = True
+        self.experiment.stop(wait=False)
+        self.refresh()  # "stopped by you at …" now, not at the next period
+
+
+def _close(widget) -> None:
+    """Close a widget and every widget under it (their models end in the front end too)."""
+    for child in getattr(widget, "children", ()):
+        _close(child)
+    widget.close()
 
 
 def _step(end: float) -> float:
@@ -216,21 +259,15 @@ def _step(end: float) -> float:
 
 
 def _header(snap: ExperimentSnapshot) -> str:
+    """The policy, what happened (:meth:`ExperimentSnapshot.status_text`: the words the
+    magic and the report use), the time left while it runs, the trials and the best."""
     c = snap.counts
-    state = {
-        "running": "running",
-        "stopping": "stopping…",
-        "finished": "finished",
-        "failed": "failed",
-    }.get(snap.status, snap.status)
-    left = "" if snap.done else f" · <b>{format_duration(snap.time_left)}</b> left"
-    text = (
-        f"<b>{html.escape(snap.policy)}</b> {state}{left} · {snap.workers} workers · running {c.get('RUNNING', 0)}, "
-        f"paused {c.get('PAUSED', 0)}, stopped {snap.stopped} · {html.escape(snap.best_text())}"
+    left = f" · <b>{format_duration(snap.time_left)}</b> left" if snap.going else ""
+    return (
+        f"<b>{html.escape(snap.policy)}</b> {html.escape(snap.status_text())}{left} · "
+        f"{snap.workers} workers · running {c.get('RUNNING', 0)}, paused {c.get('PAUSED', 0)}, "
+        f"stopped {snap.stopped} · {html.escape(snap.best_text())}"
     )
-    if snap.error:
-        text += f"<br><span style='color:#C0392B'>{html.escape(snap.error.splitlines()[-1])}</span>"
-    return text
 
 
 def _events_html(snap: ExperimentSnapshot) -> str:

@@ -35,14 +35,14 @@ import math
 import multiprocessing
 import threading
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import numpy as np
-
 from hypersched_nb.errors import ConfigError, HyperschedError
+from hypersched_nb.experiment.forecast import shares, spread
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
-from hypersched_nb.notebook.figures import Drawing, loaded_before_threads
+from hypersched_nb.notebook.drawings import Drawing
+from hypersched_nb.notebook.figures import loaded_before_threads
+from hypersched_nb.notebook.forecast_band import Band, Point
 
 __all__ = ["Band", "ForecastPanel", "Point", "band_drawing", "cluster_sizes", "reach"]
 
@@ -54,74 +54,6 @@ _DEADLINE = "#C0392B"  # the allocation figure's deadline colour
 _BAND = "rgba(31,119,180,0.2)"
 NO_PRIOR = "no prior yet: the forecast appears after the first results"
 NOT_STARTED = "the forecast appears once the search runs"
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    """The forecast by one deadline on one cluster size."""
-
-    workers: int
-    expected: float
-    p10: float
-    p90: float
-    p_beat: float  # P(beats the best so far); NaN before any result
-
-
-@dataclass(frozen=True)
-class Band:
-    """One forecast as the panel draws it: per cluster size (row), the best by each deadline
-    (column, in seconds on the search's clock, ascending). Where the search had a best, the
-    first column is now, where the best so far is the best."""
-
-    deadlines: tuple[float, ...]
-    workers: tuple[int, ...]  # the cluster's size first
-    expected: np.ndarray  # (workers, deadlines)
-    p10: np.ndarray
-    p90: np.ndarray
-    p_beat: np.ndarray
-    now: float
-    best: float
-    runs: int
-    note: str  # what it is drawn from (Forecast.note)
-    made: datetime
-
-    @classmethod
-    def of(cls, frame, *, made: datetime) -> Band:
-        """The band of a forecast's frame (``Experiment.forecast``'s DataFrame)."""
-        at = frame.attrs
-        workers = tuple(dict.fromkeys(int(w) for w in frame.workers))
-        deadlines = sorted({float(d) for d in frame.deadline})
-        wide = frame.pivot(index="workers", columns="deadline")
-        grids = {
-            col: wide[col].loc[list(workers), deadlines].to_numpy(dtype=float)
-            for col in ("expected", "p10", "p90", "p_beat")
-        }
-        best = float(at["best"])
-        if math.isfinite(best) and at["now"] < deadlines[0]:  # by now: the best so far
-            deadlines.insert(0, float(at["now"]))
-            for col, grid in grids.items():
-                first = 0.0 if col == "p_beat" else best
-                grids[col] = np.hstack([np.full((len(workers), 1), first), grid])
-        return cls(
-            tuple(deadlines), workers, grids["expected"], grids["p10"], grids["p90"],
-            grids["p_beat"], float(at["now"]), best, int(at["runs"]), str(at["note"]), made,
-        )  # fmt: skip
-
-    def covers(self, deadline: float) -> bool:
-        return self.deadlines[0] <= deadline <= self.deadlines[-1]
-
-    def at(self, deadline: float) -> tuple[Point, ...]:
-        """The forecast by ``deadline`` on each cluster size, interpolated linearly between
-        the deadlines simulated (held at the ends)."""
-        xs = np.asarray(self.deadlines)
-
-        def read(grid: np.ndarray, i: int) -> float:
-            return float(np.interp(deadline, xs, grid[i]))
-
-        grids = (self.expected, self.p10, self.p90, self.p_beat)
-        return tuple(
-            Point(w, *(read(grid, i) for grid in grids)) for i, w in enumerate(self.workers)
-        )
 
 
 def reach(snap: ExperimentSnapshot) -> tuple[float, ...]:
@@ -200,14 +132,17 @@ class ForecastPanel:
             raise ConfigError(f"`forecast_every` is {every!r}; give a period in seconds > 0")
         self.experiment, self.every, self.runs, self.prior = experiment, every, runs, prior
         snap = experiment.statistics()
-        self.metric, self.started = snap.metric, snap.started
+        self.metric, self.started, self.mode = snap.metric, snap.started, snap.mode
         self.deadline = snap.deadline  # where the marker stands
+        self.best = _best(snap)  # the search's best as the dashboard last read it
         self.band: Band | None = None  # the last forecast: set by one assignment, read once
         if snap.forecast is not None:  # one made before the dashboard showed
-            self.band = Band.of(snap.forecast.forecast.frame(), made=snap.forecast.made)
+            made = snap.forecast
+            self.band = Band.of(made.forecast.frame(), made=made.made, mode=self.mode)
         # what it says in place of a forecast (or under it: a failure)
         self.said = "" if self.band is not None else _nothing_yet(snap, prior) or ""
         self._lock = threading.Lock()  # held only while the widgets are written
+        self.ended = False  # the search no longer goes on (see over())
         self._wake, self._closed = threading.Event(), threading.Event()
         self._thread: threading.Thread | None = None
         self.separate = separate
@@ -229,15 +164,16 @@ class ForecastPanel:
             self._thread.start()
         return self
 
-    def close(self, *, wait: bool = False) -> None:
-        """Stop forecasting; ``wait``: until a forecast under way has ended too."""
+    def close(self, *, wait: bool | float = False) -> None:
+        """Stop forecasting; ``wait``: until a forecast under way has ended too (a number:
+        for at most that many seconds)."""
         self._closed.set()
         self._wake.set()
         thread = self._thread
         if thread is None:
             self._end_pool()
-        elif wait:
-            thread.join()
+        elif wait is not False:
+            thread.join(None if wait is True else float(wait))
 
     def _loop(self) -> None:
         try:
@@ -269,7 +205,7 @@ class ForecastPanel:
         None where there is nothing to forecast from yet (the panel says why)."""
         snap = self.experiment.statistics()
         self.started = snap.started
-        if snap.done:  # what was forecast last stays
+        if snap.done or self.ended:  # what was forecast last stays
             return None
         why = _nothing_yet(snap, self.prior)
         if why is not None:
@@ -278,7 +214,9 @@ class ForecastPanel:
             return None
         made = datetime.now()
         frame = self._forecast(reach(snap), cluster_sizes(snap.workers))
-        self.band, self.said = Band.of(frame, made=made), ""
+        if self.ended:  # over meanwhile: the panel says so, and is drawn no more
+            return None
+        self.band, self.said = Band.of(frame, made=made, mode=self.mode), ""
         self._draw()
         return self.band
 
@@ -305,16 +243,29 @@ class ForecastPanel:
 
     # ------------------------------------------------------------------ the widgets
 
-    def follow(self, deadline: float) -> None:
-        """The deadline moved (the slider, or code): mark it and read the band there; a
-        deadline beyond the band asks for a new forecast now. Cheap: nothing is simulated."""
-        if deadline == self.deadline:
+    def follow(self, deadline: float, best: float | None = None) -> None:
+        """The deadline moved (the slider, or code), or the best did: mark the deadline and
+        read the band there, its runs counted against the best now; a deadline beyond the
+        band asks for a new forecast now. Cheap: nothing is simulated."""
+        best = self.best if best is None else best
+        if deadline == self.deadline and _same(best, self.best):
             return
-        self.deadline = deadline
+        self.deadline, self.best = deadline, best
         band = self.band
         if band is not None and not band.covers(deadline):
             self._wake.set()
         self._draw(marker_only=True, blocking=False)
+
+    def over(self, words: str) -> None:
+        """The search is over, or stopped or failing (``words``: how): no new forecast, and
+        the panel says the one it shows was made while the search ran."""
+        if self.ended:
+            return
+        self.ended = True
+        made = "" if self.band is None else ": this forecast was made while it ran"
+        self.said = f"the search is over ({words}){made}"
+        self.close()
+        self._draw()
 
     def _draw(self, *, marker_only: bool = False, blocking: bool = True) -> None:
         """Bring the widgets to :attr:`band` and :attr:`deadline`. Not ``blocking`` (the
@@ -333,7 +284,7 @@ class ForecastPanel:
 
     def _write(self, band: Band | None, deadline: float, marker_only: bool) -> None:
         self.title.value = _title(band, deadline, self.said, self.started)
-        self.table.value = _table(band, deadline, self.started)
+        self.table.value = _table(band, deadline, self.started, self.best)
         drawing = band_drawing(band, deadline=deadline, metric=self.metric)
         fig = self.figure
         with fig.batch_update():
@@ -369,10 +320,10 @@ def _title(band: Band | None, deadline: float, said: str, started) -> str:
     own = band.at(deadline)[0]
     text = (
         f"<b>forecast</b> by {_when(deadline, started)} on {own.workers} workers: best "
-        f"<b>{own.expected:.4g}</b> (10-90 %: {own.p10:.4g}-{own.p90:.4g}) · {band.runs} runs, "
+        f"<b>{own.expected:.4g}</b> ({spread(own.p10, own.p90)}) · {band.runs} runs, "
         f"{html.escape(band.note)}, made {band.made:%H:%M:%S}"
     )
-    if not band.covers(deadline):
+    if not band.covers(deadline) and not said.startswith("the search is over"):
         reach_end = _when(band.deadlines[-1], started)
         text += f"<br><i>beyond this forecast (up to {reach_end}): a new one is on its way</i>"
     if said:
@@ -384,23 +335,37 @@ def _workers(n: int) -> str:
     return "worker" if n == 1 else "workers"
 
 
-def _table(band: Band | None, deadline: float, started) -> str:
-    """By ``deadline``, per cluster size: "+N workers would give …"."""
+def _table(band: Band | None, deadline: float, started, best: float) -> str:
+    """By ``deadline``, per cluster size: "+N workers would give …", and in how many runs
+    that beats ``best`` (the search's best now)."""
     if band is None:
         return ""
-    points = band.at(deadline)
+    best = best if math.isfinite(best) else band.best
+    points = band.at(deadline, best)
     now = points[0].workers
     rows = []
     for p in points:
         more = p.workers - now
         who = f"{now} workers (now)" if more == 0 else f"+{more} {_workers(more)} would give"
-        beat = "" if math.isnan(p.p_beat) else f"{p.p_beat:.0%}"
+        beat = "" if math.isnan(p.p_beat) else shares(p.p_beat, band.runs)
         rows.append(
             f"<tr><td>{who}</td><td><b>{p.expected:.4g}</b></td>"
-            f"<td>{p.p10:.4g}-{p.p90:.4g}</td><td>{beat}</td></tr>"
+            f"<td>{_range(p.p10, p.p90)}</td><td>{beat}</td></tr>"
         )
     head = (
         f"<tr><th>by {_when(deadline, started)}</th><th>expected</th><th>10-90 %</th>"
-        f"<th>P(beats {band.best:.4g})</th></tr>"
+        f"<th>beats {best:.4g} (the best now) in</th></tr>"
     )
     return f"<table style='font-size:12px'>{head}{''.join(rows)}</table>"
+
+
+def _range(p10: float, p90: float) -> str:
+    return f"{p10:.4g}-{p90:.4g}" if p10 != p90 else f"{p10:.4g} (80% of runs or more)"
+
+
+def _best(snap: ExperimentSnapshot) -> float:
+    return math.nan if snap.best is None else float(snap.best.metric)
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))

@@ -42,6 +42,7 @@ from IPython.core.magic_arguments import (
 from hypersched_nb._lazy import load
 from hypersched_nb.core.policies import check_early_signal
 from hypersched_nb.errors import HyperschedError
+from hypersched_nb.experiment.deadline import resolve_deadline
 from hypersched_nb.experiment.experiment import Experiment as Search
 from hypersched_nb.notebook.dashboard import Dashboard
 from hypersched_nb.notebook.experiment import Experiment
@@ -116,6 +117,11 @@ def _deadline_parser() -> _Parser:
     p.add_argument(
         "deadline", help="'+10m' (ten more minutes), '-5m', '30m' (from the start) or '17:00'"
     )
+    p.add_argument(
+        "--end-now",
+        action="store_true",
+        help="accept a deadline already past: the search ends now (else it is refused)",
+    )
     return p
 
 
@@ -129,7 +135,7 @@ def _forecast_parser() -> _Parser:
         "deadline", nargs="?", help="'+10m', '30m' (from the start), '17:00' (default: the current)"
     )
     p.add_argument("--workers", type=int, help="cluster size (default: the cluster's now)")
-    p.add_argument("--runs", type=int, default=32, help="simulations (default: 32)")
+    p.add_argument("--runs", type=int, default=16, help="simulations (default: 16)")
     p.add_argument("--margin", type=float, default=0.0, help="P(beat the best by this much)")
     p.add_argument("--prior", help="a trace of a similar model, for a search with no result yet")
     p.add_argument(
@@ -266,10 +272,20 @@ class HyperschedMagics(Magics):
         print(self._experiment().statistics())
 
     def _deadline(self, argv: list[str]):
-        if len(argv) == 1 and argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
-            argv = ["--", *argv]  # "-5m" is a value, not an option
+        values = [v for v in argv if v[:1] == "-" and v[1:2].isdigit()]  # "-5m": a value
+        argv = [v for v in argv if v not in values] + (["--", *values] if values else [])
         a = _deadline_parser().parse_args(argv)
         exp = self._experiment()
+        snap = exp.statistics()
+        if snap.status == "running" and not a.end_now:
+            new = resolve_deadline(
+                a.deadline, elapsed=snap.time, current=snap.deadline, started=snap.started
+            )
+            if new <= snap.time:
+                raise UsageError(
+                    f"deadline {a.deadline} would end the search now ({snap.deadline_text()} "
+                    f"is the deadline); add --end-now to end it, or %hypersched stop"
+                )
         exp.deadline = a.deadline
         print(f"deadline {exp.statistics().deadline_text()}")
 
@@ -319,10 +335,19 @@ class HyperschedMagics(Magics):
     # ------------------------------------------------------------------ helpers
 
     def _experiment(self):
+        """The search the subcommands act on: the last started or followed here, else the
+        one the notebook started through the API (the running one first, the last bound)."""
         if self.current is None:
-            raise UsageError(
-                "no search yet; start one with %hypersched start TRAINABLE (see --help)"
-            )
+            found = [
+                v for v in self.shell.user_ns.values()
+                if isinstance(v, Search) and v.statistics().status != "created"
+            ]  # fmt: skip
+            going = [v for v in found if not v.done]
+            if not found:
+                raise UsageError(
+                    "no search yet; start one with %hypersched start TRAINABLE (see --help)"
+                )
+            self.current = (going or found)[-1]
         return self.current
 
     def _lookup(self, name: str):

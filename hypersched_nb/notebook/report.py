@@ -25,7 +25,8 @@ import os
 from pathlib import Path
 
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
-from hypersched_nb.notebook.figures import AllocationHistory, allocation_drawing, curves_drawing
+from hypersched_nb.notebook.drawings import allocation_drawing, curves_drawing
+from hypersched_nb.notebook.figures import AllocationHistory
 
 __all__ = ["packed_plotly_js", "report_html", "unpack", "write_report"]
 
@@ -87,7 +88,7 @@ def report_html(snap: ExperimentSnapshot, *, title: str = "hypersched_nb search"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<p>{html.escape(snap.policy)} search, {html.escape(snap.status)}{html.escape(when)}; deadline "
+        f"<p>{html.escape(snap.policy)} search, {html.escape(snap.status_text())}{html.escape(when)}; deadline "
         f"{html.escape(snap.deadline_text())} ({snap.deadline:.0f} s); {snap.workers} workers; "
         f"{len(snap.trials)} trials, {snap.stopped} stopped.</p>"
         f"<h2>Best</h2><pre>{html.escape(best)}</pre>{_forecast_html(snap)}"
@@ -142,10 +143,16 @@ def packed_plotly_js() -> str:
 def write_report(
     snap: ExperimentSnapshot, path: str | os.PathLike, *, title: str = "hypersched_nb search"
 ) -> Path:
-    """Write the report to ``path`` (folders made as needed) and return the path."""
+    """Write the report to ``path`` (folders made as needed) and return the path. Readable
+    by its owner only (0600), as the run's journal and checkpoints are: it names every
+    configuration tried."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report_html(snap, title=title), encoding="utf-8")
+    text = report_html(snap, title=title).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file that was there keeps its mode otherwise
+    with os.fdopen(fd, "wb") as f:
+        f.write(text)
     return path
 
 
@@ -203,7 +210,7 @@ def _forecast_html(snap: ExperimentSnapshot) -> str:
         f"made {made.made:%Y-%m-%d %H:%M:%S}, the search at {f.now:.0f} s with deadline "
         f"{made.deadline:.0f} s and best {_num(f.best) or '-'}; {f.runs} runs, {f.note}"
     )
-    so = "what really happened" if snap.done else f"so far ({snap.status})"
+    so = "what really happened" if snap.done else f"so far ({snap.status_text()})"
     happened = (
         f"best {snap.metric} {_num(real) or '-'} by {snap.time:.0f} s; deadline "
         f"{snap.deadline:.0f} s; {snap.workers} workers"

@@ -6,15 +6,22 @@ ended with CancelledError``. The worker processes write to the kernel's stderr, 
 land in the notebook at the end of every search. :class:`QuietCancellations`, registered as
 a worker plugin, filters exactly those records (a cancelled task of this package, whose keys
 begin with ``hs-``) out of the worker's state-machine logger; every other record still shows.
+
+Closing a local cluster the search started also makes this process's scheduler and nannies
+log what a close does on purpose: a worker "removed" with results still in memory, and a
+worker process killed because it was still finishing an epoch after 4 s.
+:func:`closing_quietly` drops exactly those two records, in this process, while the cluster
+closes.
 """
 
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-__all__ = ["QuietCancellations", "is_expected_cancellation"]
+__all__ = ["QuietCancellations", "closing_quietly", "is_expected_cancellation"]
 
 LOGGER = "distributed.worker.state_machine"
 
@@ -45,3 +52,33 @@ class QuietCancellations(WorkerPlugin):
 
     def teardown(self, worker) -> None:
         logging.getLogger(LOGGER).removeFilter(self._filter)
+
+
+_CLOSING = {  # logger: what it says of a worker that a close takes down on purpose
+    "distributed.scheduler": ("Removing worker", "lose already computed task"),
+    "distributed.nanny": ("Worker process still alive after", "killing"),
+}
+
+
+class _ClosingFilter(logging.Filter):
+    def __init__(self, start: str, part: str):
+        super().__init__()
+        self.start, self.part = start, part
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith(self.start) and self.part in message)
+
+
+@contextmanager
+def closing_quietly():
+    """Within the block (a local cluster's close), the scheduler's and the nannies' records
+    of the workers the close takes down are dropped; every other record shows."""
+    added = [(logging.getLogger(name), _ClosingFilter(*words)) for name, words in _CLOSING.items()]
+    for logger, f in added:
+        logger.addFilter(f)
+    try:
+        yield
+    finally:
+        for logger, f in added:
+            logger.removeFilter(f)

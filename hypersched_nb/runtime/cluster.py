@@ -44,7 +44,7 @@ def start_cluster(
         return client, lambda: None
     from distributed import Client
 
-    from hypersched_nb.runtime._quiet import QuietCancellations
+    from hypersched_nb.runtime._quiet import QuietCancellations, closing_quietly
 
     if address is not None:
         _reachable(address)
@@ -60,10 +60,11 @@ def start_cluster(
         raise
 
     def close() -> None:
-        try:
-            local.close()
-        finally:
-            cluster.close()
+        with closing_quietly():  # what a close does on purpose is not news
+            try:
+                local.close()
+            finally:
+                cluster.close()
 
     return local, close
 

@@ -1,6 +1,7 @@
 """Experiment.forecast: the best a search would reach by other deadlines, on other clusters."""
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -61,6 +62,37 @@ def test_more_time_never_forecasts_worse(halted):
     for _, rows in frame.groupby("workers"):
         for column in ("expected", "p10", "p90", "p_beat"):
             assert np.all(np.diff(rows[column].to_numpy()) >= 0), column
+
+
+def test_more_workers_never_forecast_worse_run_by_run(halted):
+    frame = halted.forecast(["+1m", "+2m"], [1, 2, 4, 8], runs=6)
+    finals = np.array(frame.attrs["finals"], dtype=float)  # (workers, runs, deadlines)
+    assert finals.shape == (4, 6, 2)
+    assert (np.diff(finals, axis=0) >= 0).all()  # the same run with more workers: no worse
+    for _, rows in frame.groupby("deadline"):
+        assert rows.sort_values("workers")["expected"].is_monotonic_increasing
+
+
+def test_the_magic_line_counts_runs_and_says_clock_times():
+    from datetime import datetime
+
+    from hypersched_nb.experiment.forecast import forecast_line
+
+    exp = replay()
+    exp.start()
+    exp.wait()
+    frame = exp.forecast(["+1m"], runs=8)
+    frame.attrs["started"] = datetime(2026, 3, 2, 14, 0, 0)  # as a live search has it
+    line = forecast_line(frame)
+    assert line.startswith(f"by {datetime(2026, 3, 2, 14, 0, 0) + _seconds(frame):%H:%M:%S} (in ")
+    assert "%" not in line.split("runs;")[0].split(")")[-1]  # a count of runs, not a share
+    assert re.search(r"beats [\d.]+ in \d of 8 runs", line)
+
+
+def _seconds(frame):
+    from datetime import timedelta
+
+    return timedelta(seconds=float(frame.deadline.iloc[0]))
 
 
 def test_the_forecast_leaves_the_live_search_as_it_was():

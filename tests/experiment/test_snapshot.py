@@ -41,10 +41,59 @@ def test_a_finished_search_says_done():
     assert s.progress_line().endswith("workers - | best val_acc -")
 
 
-def test_the_summary_has_the_policy_line_and_the_error():
-    text = str(snap(status="failed", error="Traceback ...\nRuntimeError: boom"))
-    assert text.splitlines()[0] == "asha search, failed: deadline at 120s, 4 workers"
-    assert "policy: asha: rungs 1, 4, 16" in text and text.endswith("error: RuntimeError: boom")
+def test_the_summary_says_what_happened_and_the_policy_line_only_while_it_runs():
+    text = str(snap())
+    assert text.splitlines()[0] == "asha search, running · deadline at 120s (in 1m 30s), 4 workers"
+    assert text.endswith("policy: asha: rungs 1, 4, 16")
+    failed = str(snap(status="failed", error="Traceback ...\nRuntimeError: boom"))
+    assert failed.splitlines()[0] == (
+        "asha search, failed: RuntimeError: boom · deadline at 120s, 4 workers"
+    )
+    assert "policy:" not in failed and "left" not in failed
+
+
+LIVE = datetime(2026, 3, 2, 14, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({}, "running"),
+        ({"status": "finished", "time": 120.0}, "finished"),
+        ({"status": "stopping", "stopped_at": 125.0, "started": LIVE}, "stopped by you at 14:02"),
+        ({"status": "finished", "stopped_at": 125.0, "started": LIVE}, "stopped by you at 14:02"),
+        ({"status": "finished", "stopped_at": 50.0}, "stopped by you at 50s"),
+        (
+            {"status": "failing", "error": "SearchFailed: the first 3 trials all failed"},
+            "failed: the first 3 trials all failed",
+        ),
+        (
+            {"status": "finished", "time": 120.0, "resumed_at": 300.0, "started": LIVE},
+            "interrupted, resumed at 14:05; finished",
+        ),
+    ],
+)
+def test_the_status_words_say_what_happened(kw, words):
+    assert snap(**kw).status_text() == words
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"status": "stopping", "stopped_at": 30.0},
+        {"status": "finished", "stopped_at": 30.0},
+        {"status": "failing", "error": "SearchFailed: boom"},
+        {"status": "finished"},  # ran out of trials at 30 s, before its deadline
+    ],
+)
+def test_once_the_search_is_over_nothing_says_it_is_still_going(kw):
+    s = snap(**kw)
+    assert not s.going and not s.policy_holds
+    assert "left" not in str(s) and "(in " not in s.deadline_text()
+
+
+def test_a_search_that_reached_its_deadline_keeps_its_policy_line():
+    assert snap(status="finished", time=120.0).policy_holds
 
 
 def test_the_deadline_reads_as_a_wall_time_on_a_live_search():

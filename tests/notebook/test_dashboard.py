@@ -1,14 +1,22 @@
 """The dashboard, figures and static fallback, rendered without a front end."""
 
+import base64
+import html
 import re
 import threading
 import time
 
 import numpy as np
+import pytest
 
+from hypersched_nb.experiment._fail_fast import SearchFailed
+from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.notebook.dashboard import Dashboard
-from hypersched_nb.notebook.figures import allocation_figure, colour, curves_figure
-from hypersched_nb.notebook.static import static_html
+from hypersched_nb.notebook.drawings import allocation_figure, curves_figure
+from hypersched_nb.notebook.figures import colour
+from hypersched_nb.notebook.static import PNG, picture, picture_figure
+from hypersched_nb.testing.halt import halted_replay
+from tests.notebook.conftest import small_trace
 
 
 def test_the_dashboard_shows_a_finished_search(finished):
@@ -33,11 +41,67 @@ def test_an_experiment_shows_its_own_dashboard(finished):
     assert dash.interval == 0.5  # options go to the dashboard
 
 
-def test_the_displayed_bundle_carries_a_static_picture(finished):
+def test_a_finished_search_is_displayed_as_its_picture_alone(finished):
     bundle = Dashboard(finished)._bundle(finished.statistics())
+    assert set(bundle) == {PNG, "text/plain"}  # no widget view left to say "model not found"
+    assert base64.b64decode(bundle[PNG]).startswith(b"\x89PNG")
+    assert bundle["text/plain"].startswith(str(finished.statistics()))
+
+
+def test_while_a_search_runs_the_display_carries_the_picture_beside_the_widgets(replay):
+    bundle = Dashboard(replay)._bundle(replay.statistics())
     assert "application/vnd.jupyter.widget-view+json" in bundle  # the live widgets
-    assert bundle["text/html"].count("<svg") == 2  # what a saved notebook shows without them
-    assert bundle["text/plain"] == str(finished.statistics())
+    assert base64.b64decode(bundle[PNG]).startswith(b"\x89PNG")  # what is shown without them
+    assert "text/html" not in bundle  # an untrusted notebook would prefer it to the PNG
+
+
+class Displays:
+    """What ``IPython.display.display`` was given, and every update of it."""
+
+    def __init__(self, monkeypatch):
+        import IPython.display
+
+        self.shown, self.updates = [], []
+        monkeypatch.setattr(IPython.display, "display", self.display)
+
+    def display(self, data, raw, display_id):
+        self.shown.append(data)
+        return self
+
+    def update(self, data, raw):
+        self.updates.append(data)
+
+
+def test_the_widgets_show_at_once_and_their_fallback_picture_follows(monkeypatch):
+    displays = Displays(monkeypatch)
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    dash = Dashboard(exp, interval=0.02, forecast_every=None)
+    dash._ipython_display_()
+    assert PNG not in displays.shown[0]  # no drawing before the widgets show
+    end = time.monotonic() + 60
+    while not displays.updates and time.monotonic() < end:
+        time.sleep(0.05)
+    first = displays.updates[0]
+    assert "application/vnd.jupyter.widget-view+json" in first and PNG in first
+    halt.release()
+    exp.wait()
+    dash._thread.join(timeout=30)
+    assert set(displays.updates[-1]) == {PNG, "text/plain"}  # then the picture alone
+    assert len(displays.updates) == 2  # the view is drawn again twice, not at every refresh
+
+
+def test_the_display_becomes_the_picture_when_the_search_ends(replay, monkeypatch):
+    displays = Displays(monkeypatch)
+    dash = Dashboard(replay, interval=0.02, forecast_every=None)
+    dash._ipython_display_()
+    replay.run()
+    dash._thread.join(timeout=30)
+    assert "application/vnd.jupyter.widget-view+json" in displays.shown[0]
+    assert set(displays.updates[-1]) == {PNG, "text/plain"}
+    # no view shows the widgets any more: closed, so no late update reaches the front end
+    assert dash.header.comm is None and dash.allocation.comm is None
 
 
 def test_the_slider_moves_the_deadline(replay):
@@ -98,21 +162,28 @@ def test_curves_colour_trials_as_the_allocation_does(finished):
     assert best.line.color == colour(snap.best.trial_id) and best.line.width > 3
 
 
-def test_the_static_picture_is_plain_html_and_svg(finished):
+def test_the_static_picture_is_a_png_of_the_summary_and_both_charts(finished):
     snap = finished.statistics()
-    page = static_html(snap)
-    assert "<script" not in page
-    assert "deadline" in page and "best config: " in page
-    assert page.count("<path") > 2 and "<polyline" in page  # a band per trial, a line per curve
+    fig = picture_figure(snap)
+    text = " ".join(t.get_text() for t in fig.texts)
+    assert "deadline" in text and "best config: " in text
+    alloc, curves = fig.axes
+    held = {f"trial {r.trial_id}" for r in snap.trials if r.peak_workers}
+    assert {c.get_label() for c in alloc.collections} == held  # a band per trial
+    assert {ln.get_label() for ln in curves.lines} == {
+        f"trial {r.trial_id}" for r in snap.trials if r.metrics
+    }
+    assert picture(snap).startswith(b"\x89PNG")
 
 
-def test_show_gives_interactive_figures_with_an_svg_fallback(finished):
+def test_show_gives_interactive_figures_with_a_png_fallback(finished):
     from hypersched_nb.notebook.static import bundles
 
     alloc, curves = bundles(finished.statistics())
     for bundle in (alloc, curves):
         assert bundle["application/vnd.plotly.v1+json"]["data"]  # plotly's own mimetype
-        assert bundle["text/html"].startswith("<svg")
+        assert base64.b64decode(bundle[PNG]).startswith(b"\x89PNG")
+        assert "text/html" not in bundle
     assert alloc["text/plain"] == "<workers per trial>"
 
 
@@ -149,3 +220,111 @@ def test_a_refresh_that_fails_is_said_in_the_header_and_the_next_one_goes_on(rep
     replay.run()
     dash._thread.join(timeout=30)
     assert "finished" in dash.header.value and "failed" not in dash.header.value
+
+
+def test_after_a_stop_the_header_says_who_stopped_it_and_when_and_nothing_says_it_goes_on():
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    dash = Dashboard(exp, forecast_every=None)
+    assert "running" in dash.header.value and dash.policy_line.value
+    dash._on_stop(dash.stop_button)
+    assert "stopped by you at 40s" in dash.header.value  # at once, not at the next period
+    assert " left" not in dash.header.value and dash.policy_line.value == ""
+    assert dash.stop_button.disabled and dash.slider.disabled
+    halt.release()
+    exp.wait()
+    dash.refresh()
+    assert "stopped by you at 40s" in dash.header.value
+    assert exp.statistics().status_text() == "stopped by you at 40s"  # the magic's words
+
+
+def test_after_a_fail_fast_the_header_says_failed_with_the_one_line_and_the_stop_is_off():
+    from tests.experiment.test_fail_fast import NO_METRIC, search
+
+    exp = search([NO_METRIC] * 60).start()
+    dash = Dashboard(exp, forecast_every=None)
+    with pytest.raises(SearchFailed):
+        exp.wait()
+    dash.refresh()
+    assert "failed: the first 3 trials all failed with the same error" in dash.header.value
+    header = html.unescape(dash.header.value)
+    assert "SearchFailed" not in header and NO_METRIC in header
+    assert dash.stop_button.disabled and dash.policy_line.value == ""
+
+
+def test_a_search_that_fails_says_so_before_its_trials_have_wound_down():
+    from hypersched_nb.experiment._session import Session
+
+    session = Session(runtime=object(), clock=None)
+    session.status = "running"
+    session.failing(SearchFailed("the first 3 trials all failed"))
+    assert session.status == "failing" and not session.done  # its thread still winds down
+
+
+def test_a_hover_names_the_trials_configuration(finished):
+    snap = finished.statistics()
+    row = next(r for r in snap.trials if r.peak_workers)
+    cfg = f"lr={row.config['lr']:.4g}"
+    band = next(t for t in allocation_figure(snap).data if t.name == f"trial {row.trial_id}")
+    curve = next(t for t in curves_figure(snap).data if t.name == f"trial {row.trial_id}")
+    assert cfg in band.hovertemplate and cfg in curve.hovertemplate
+
+
+def test_once_the_search_is_over_the_forecast_panel_says_so_and_forecasts_no_more():
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    dash = Dashboard(exp, forecast_every=60)
+    dash.forecast.separate = False
+    dash.forecast.update()
+    dash._on_stop(dash.stop_button)
+    title = dash.forecast.title.value
+    assert (
+        "the search is over (stopped by you at 40s): this forecast was made while it ran" in title
+    )
+    assert dash.forecast.ended
+    halt.release()
+    exp.wait()
+
+
+def test_a_resumed_search_says_it_was_interrupted_and_when_it_went_on():
+    from datetime import datetime, timedelta
+
+    from hypersched_nb.experiment._session import Session
+
+    session = Session()  # a live search, as Experiment.resume() opens it
+    first = datetime.now() - timedelta(minutes=5)
+    clock = session.open(started=first)
+    assert 299 < session.resumed_at < 302 and clock.now() >= session.resumed_at
+    snap = ExperimentSnapshot(
+        time=310.0, deadline=600.0, status="running", metric="acc", mode="max", policy="asha",
+        describe="", workers=2, started=first, resumed_at=session.resumed_at,
+    )  # fmt: skip
+    resumed = (first + timedelta(seconds=session.resumed_at)).strftime("%H:%M")
+    assert snap.status_text() == f"interrupted, resumed at {resumed}; running"
+    assert Session().open() is not None and Session().resumed_at is None  # a first start
+
+
+def test_the_trials_sort_by_the_column_chosen_and_one_chosen_shows_whole(finished):
+    from hypersched_nb.notebook.trials_panel import sorted_rows
+
+    dash = Dashboard(finished, forecast_every=None)
+    snap, panel = finished.statistics(), dash.trials
+    best = snap.best.trial_id
+    assert panel.table.value.split("<tr>")[2].startswith(f"<td>#{best}</td>")  # by best
+    assert sorted_rows(snap, "best")[0].trial_id == best  # the best first
+    assert [r.trial_id for r in sorted_rows(snap, "trial")] == sorted(
+        r.trial_id for r in snap.trials
+    )
+    panel.sort.value = "epochs"
+    epochs = [r.epochs for r in sorted_rows(snap, "epochs")]
+    assert epochs == sorted(epochs, reverse=True)
+    first_row = panel.table.value.split("<tr>")[2]
+    assert first_row.startswith(f"<td>#{sorted_rows(snap, 'epochs')[0].trial_id}</td>")
+    panel.pick.value = best
+    detail = panel.detail.value
+    assert f"trial {best}" in detail and f"lr={snap.best.config['lr']:.4g}" in detail
+    decisions = [e for e in snap.events if e["trial"] == best]
+    assert detail.count("<tr>") == len(decisions) > 0  # every decision about it, with its reason
+    assert "workers</b> 1 from" in detail  # the workers it held over time

@@ -2,20 +2,14 @@
 report, and a dashboard that redraws in place drawing exactly what a fresh figure draws."""
 
 import json
-import re
 
 import numpy as np
 
 from hypersched_nb import Experiment
 from hypersched_nb.notebook.dashboard import Dashboard
-from hypersched_nb.notebook.figures import (
-    AllocationHistory,
-    allocation_figure,
-    allocation_layers,
-    curves_figure,
-    spotlight,
-)
-from hypersched_nb.notebook.static import allocation_svg, curves_svg, static_html
+from hypersched_nb.notebook.drawings import allocation_figure, curves_figure
+from hypersched_nb.notebook.figures import AllocationHistory, allocation_layers, spotlight
+from hypersched_nb.notebook.static import picture, picture_figure
 from hypersched_nb.testing.traces import synthetic_trace
 from tests.notebook.conftest import Recorded, views
 
@@ -96,12 +90,14 @@ def test_every_band_tops_the_workers_of_the_trials_at_and_below_it(crowded):
 
 def test_the_static_picture_groups_trials_as_the_live_figure_does(crowded):
     snap = crowded.statistics()
-    bands = re.findall(r"<path [^>]*><title>([^<]+)</title>", allocation_svg(snap))
+    alloc, curves = picture_figure(snap).axes
+    bands = [c.get_label() for c in alloc.collections]
     live = [t.name for t in allocation_figure(snap).data if t.name != "cluster"]
-    assert bands == live  # the same bands, bottom first, in the same colours
-    assert live[-1].endswith("other trials") and f"grey: {live[-1]}" in allocation_svg(snap)
-    curves = re.findall(r"<title>([^<]+)</title>", curves_svg(snap))
-    assert curves == [t.name for t in curves_figure(snap).data]  # the grey bundle, then leaders
+    assert bands == live  # the same bands, bottom first
+    assert live[-1].endswith("other trials")
+    assert alloc.get_title(loc="right") == f"grey: {live[-1]}"
+    lines = [ln.get_label() for ln in curves.lines]
+    assert lines == [t.name for t in curves_figure(snap).data]  # the grey bundle, then leaders
 
 
 def test_the_static_picture_stays_small_and_grouped_at_two_thousand_trials():
@@ -110,6 +106,7 @@ def test_the_static_picture_stays_small_and_grouped_at_two_thousand_trials():
         configs=2000, seed=0,
     )  # fmt: skip
     exp.run()
-    page = static_html(exp.statistics())
-    assert page.count("<path") < 40  # a band or a line per trial drawn alone, one grey of each
-    assert len(page) < 250_000  # it was 4.4 MB: a rectangle per trial and time step
+    snap = exp.statistics()
+    alloc, curves = picture_figure(snap).axes
+    assert len(alloc.collections) + len(curves.lines) < 60  # one per trial drawn alone, one grey
+    assert len(picture(snap)) < 250_000

@@ -178,7 +178,9 @@ def test_a_period_that_is_not_a_number_of_seconds_is_one_line_saying_so(finished
 
 def test_no_panel_where_the_forecast_is_turned_off(finished):
     dash = Dashboard(finished, forecast_every=None)
-    assert dash.forecast is None and len(dash.widget.children) == 5
+    assert dash.forecast is None
+    with_panel = Dashboard(finished, forecast_every=30)
+    assert len(with_panel.widget.children) == len(dash.widget.children) + 1
 
 
 def test_a_slider_move_while_the_panel_draws_waits_for_nothing_and_is_drawn_after(halted):
@@ -225,3 +227,14 @@ def test_pandas_is_loaded_when_a_dashboard_is_built_and_not_on_import():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_the_runs_are_counted_against_the_best_when_the_panel_shows_not_when_made(halted):
+    panel = ForecastPanel(halted, every=60, separate=False)
+    panel.update()
+    made_with = panel.band.best
+    assert f"beats {made_with:.4g} (the best now) in" in panel.table.value
+    panel.follow(panel.deadline, best=made_with + 10.0)  # a best since found, out of reach
+    assert f"beats {made_with + 10.0:.4g} (the best now) in" in panel.table.value
+    assert panel.table.value.count(f"0 of {panel.band.runs} runs") == len(panel.band.workers)
+    assert "%</td>" not in panel.table.value  # counts of runs, never "100 %"

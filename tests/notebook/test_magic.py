@@ -25,7 +25,7 @@ def test_start_an_experiment_then_status_and_stop(shell, replay, capsys):
     assert re.match(r"((\d+m )?\d+s left|done) \| running \d+", capsys.readouterr().out)
     replay.wait()
     shell.run_line_magic("hypersched", "status")
-    assert capsys.readouterr().out.startswith("asha search, finished: deadline at 120s, 3 workers")
+    assert capsys.readouterr().out.startswith("asha search, finished · deadline at 120s, 3 workers")
     shell.run_line_magic("hypersched", "stop")  # already over: prints the summary
     assert "finished" in capsys.readouterr().out
     with pytest.raises(UsageError, match="can no longer move"):
@@ -129,3 +129,27 @@ def test_resume_binds_the_resumed_search_and_follows_it(shell, replay, monkeypat
 def test_help_prints_and_raises_nothing(shell, line, capsys):
     shell.run_line_magic("hypersched", line)
     assert "%hypersched" in capsys.readouterr().out
+
+
+def test_the_verbs_find_a_search_started_through_the_api(shell, replay, capsys):
+    shell.user_ns["mine"] = replay
+    replay.run()  # started in Python, never through the magic
+    shell.run_line_magic("hypersched", "status")
+    assert capsys.readouterr().out.startswith("asha search, finished · deadline at 120s")
+
+
+def test_a_deadline_that_would_end_the_search_now_is_refused_unless_asked(shell):
+    from hypersched_nb.testing.halt import halted_replay
+    from tests.notebook.conftest import small_trace
+
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    shell.user_ns["mine"] = exp
+    shell.run_line_magic("hypersched", "start mine --no-dashboard")
+    assert halt.wait()
+    with pytest.raises(UsageError, match=r"^deadline -10m would end the search now .*--end-now"):
+        shell.run_line_magic("hypersched", "deadline -10m")
+    assert exp.deadline == 120.0  # unchanged
+    shell.run_line_magic("hypersched", "deadline -10m --end-now")
+    assert exp.deadline == 40.0  # now: it ends
+    halt.release()
+    exp.wait()

@@ -12,7 +12,7 @@ def test_wait_blocks_until_the_search_is_over_then_prints_the_summary(shell, rep
     capsys.readouterr()
     shell.run_line_magic("hypersched", "wait")
     assert replay.done
-    assert capsys.readouterr().out.startswith("asha search, finished:")
+    assert capsys.readouterr().out.startswith("asha search, finished · ")
 
 
 def test_a_start_refused_while_a_search_runs_changes_nothing_in_the_notebook(

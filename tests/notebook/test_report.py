@@ -90,3 +90,19 @@ def test_the_report_keeps_the_last_forecast_beside_what_happened(tmp_path):
 def test_a_report_without_a_forecast_has_no_forecast_section(finished, tmp_path):
     page = write_report(finished.statistics(), tmp_path / "report.html").read_text()
     assert "Last forecast" not in page
+
+
+def test_the_report_is_readable_by_its_owner_only(finished, tmp_path):
+    import stat
+
+    old = tmp_path / "report.html"
+    old.write_text("an older report")
+    old.chmod(0o644)
+    path = write_report(finished.statistics(), old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # as the journal and the checkpoints
+    assert "an older report" not in path.read_text()
+
+
+def test_the_report_says_what_happened_in_the_words_of_the_dashboard(finished, tmp_path):
+    page = write_report(finished.statistics(), tmp_path / "r.html").read_text()
+    assert f"asha search, {finished.statistics().status_text()}" in page

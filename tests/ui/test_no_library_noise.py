@@ -67,4 +67,33 @@ def test_closing_a_local_cluster_mid_epoch_says_nothing_about_our_epochs(capfd):
     time.sleep(1.0)  # executing on its worker
     close()
     assert epoch.key == "hs-epoch-0-1-test"  # held until here: a released future is cancelled
-    assert "hs-epoch-0-1-test" not in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "hs-epoch-0-1-test" not in err
+    assert "Worker process still alive" not in err and "Removing worker" not in err
+
+
+@pytest.mark.parametrize(
+    "logger, message, shown",
+    [("distributed.scheduler", "Removing worker 'tcp://127.0.0.1:1' caused the cluster to lose "
+      "already computed task(s), which will be recomputed elsewhere: {'x'}", False),
+     ("distributed.nanny", "Worker process still alive after 4.0 seconds, killing", False),
+     ("distributed.scheduler", "Removing worker 'tcp://127.0.0.1:1' (stimulus_id='x')", True),
+     ("distributed.nanny", "Restarting worker", True)],
+)  # fmt: skip
+def test_a_close_drops_only_its_own_records_of_the_workers_it_takes_down(logger, message, shown):
+    import logging
+
+    from hypersched_nb.runtime._quiet import closing_quietly
+
+    seen = []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    log = logging.getLogger(logger)
+    log.addHandler(handler)
+    try:
+        with closing_quietly():
+            log.warning(message)
+        log.warning(message)  # after the close: shown as ever
+    finally:
+        log.removeHandler(handler)
+    assert len(seen) == (2 if shown else 1)

@@ -1,0 +1,123 @@
+"""The dashboard's trials, one by one: a table sorted by the column chosen, and a trial chosen
+from a list shown whole (its configuration, its curve, the workers it held over time and
+every decision about it with its reason).
+
+Plain ipywidgets (a ``Dropdown`` to sort by, a ``Dropdown`` of trials, HTML for the rest):
+they need no front-end extension beyond the one the dashboard already uses, and the table
+shows the ``rows`` first trials in the order asked, so a search of thousands of trials stays
+a small message. The panel draws only when the search changed (its ``version``) or the user
+chose something.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import threading
+
+from hypersched_nb.experiment.snapshot import ExperimentSnapshot, TrialRow
+
+__all__ = ["SORTS", "TrialsPanel"]
+
+# what the table can be sorted by: (label, key of a row; the best first)
+SORTS = ("best", "epochs", "workers now", "most workers", "started", "trial")
+
+
+class TrialsPanel:
+    """``TrialsPanel(snap)``; :meth:`show` brings it to a newer snapshot of the same search."""
+
+    def __init__(self, snap: ExperimentSnapshot, *, rows: int = 15):
+        import ipywidgets as w
+
+        self.rows, self.snap = rows, snap
+        self._lock = threading.RLock()  # the dashboard's thread and the user's choices
+        self.sort = w.Dropdown(options=SORTS, value="best", description="sort by")
+        self.pick = w.Dropdown(description="trial", options=[])
+        self.table, self.detail = w.HTML(), w.HTML()
+        self.sort.observe(lambda _: self._draw(), names="value")
+        self.pick.observe(lambda _: self._draw_detail(), names="value")
+        self.widget = w.VBox([w.HBox([self.sort, self.pick]), self.table, self.detail])
+        self.show(snap)
+
+    def show(self, snap: ExperimentSnapshot) -> None:
+        with self._lock:
+            self._show(snap)
+
+    def _show(self, snap: ExperimentSnapshot) -> None:
+        self.snap = snap
+        ordered = sorted_rows(snap, "best")
+        options = [(f"#{r.trial_id} {r.state.lower()}, best {_num(r.best)}", r.trial_id)
+                   for r in ordered]  # fmt: skip
+        chosen = self.pick.value
+        self.pick.options = options
+        if chosen is not None and any(v == chosen for _, v in options):
+            self.pick.value = chosen
+        self._draw()
+
+    def _draw(self) -> None:
+        with self._lock:
+            self._draw_table()
+
+    def _draw_table(self) -> None:
+        rows = sorted_rows(self.snap, self.sort.value)[: self.rows]
+        head = "".join(
+            f"<th>{h}</th>" for h in ("trial", "state", "epochs", "best", "workers", "most", "configuration")
+        )  # fmt: skip
+        body = "".join(
+            f"<tr><td>#{r.trial_id}</td><td>{r.state.lower()}</td><td>{r.epochs}</td>"
+            f"<td>{_num(r.best)}</td><td>{r.workers}</td><td>{r.peak_workers}</td>"
+            f"<td>{html.escape(config_text(r.config))}</td></tr>"
+            for r in rows
+        )
+        more = len(self.snap.trials) - len(rows)
+        tail = f"<i>and {more} more</i>" if more > 0 else ""
+        self.table.value = f"<table style='font-size:11px'><tr>{head}</tr>{body}</table>{tail}"
+        self._draw_detail()
+
+    def _draw_detail(self) -> None:
+        with self._lock:
+            row = next((r for r in self.snap.trials if r.trial_id == self.pick.value), None)
+            self.detail.value = "" if row is None else trial_html(self.snap, row)
+
+
+def sorted_rows(snap: ExperimentSnapshot, by: str) -> list[TrialRow]:
+    """The trials in the order of ``by`` (one of :data:`SORTS`), the best first."""
+    sign = 1.0 if snap.mode == "max" else -1.0
+    keys = {
+        "best": lambda r: -sign * r.best if math.isfinite(r.best) else math.inf,
+        "epochs": lambda r: -r.epochs,
+        "workers now": lambda r: -r.workers,
+        "most workers": lambda r: -r.peak_workers,
+        "started": lambda r: math.inf if r.started_at is None else r.started_at,
+        "trial": lambda r: r.trial_id,
+    }
+    return sorted(snap.trials, key=lambda r: (keys[by](r), r.trial_id))
+
+
+def trial_html(snap: ExperimentSnapshot, row: TrialRow) -> str:
+    """One trial whole: configuration, curve, workers over time, decisions with reasons."""
+    curve = ", ".join(f"{i}: {_num(m)}" for i, m in enumerate(row.metrics, 1)) or "no result yet"
+    held = [a for a in snap.allocation if a.trial == row.trial_id]
+    workers = ", ".join(f"{a.workers} from {a.time:.1f}s" for a in held) or "none"
+    decisions = "".join(
+        f"<tr><td>{e['time']:.1f}s</td><td>{html.escape(e['action'])}</td>"
+        f"<td>{html.escape(str(e['reason']))}</td></tr>"
+        for e in snap.events
+        if e["trial"] == row.trial_id
+    )
+    return (
+        f"<div style='font-size:11px'><b>trial {row.trial_id}</b> ({row.state.lower()}: "
+        f"{html.escape(row.reason)})<br><b>configuration</b> {html.escape(config_text(row.config))}"
+        f"<br><b>{html.escape(snap.metric)} by epoch</b> {curve}<br><b>workers</b> {workers}"
+        f"<table>{decisions}</table></div>"
+    )
+
+
+def config_text(config) -> str:
+    return ", ".join(f"{k}={_num(v)}" for k, v in config.items())
+
+
+def _num(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}" if math.isfinite(v) else "-"
+    return str(v)

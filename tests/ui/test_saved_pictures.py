@@ -1,0 +1,172 @@
+"""What a notebook keeps and says, in JupyterLab and headless Chromium.
+
+A search whose dashboard is shown runs to its end; the notebook is saved and its kernel shut
+down; reopened by the same server (trusted: the server signed it when it saved it) and by a
+fresh one (untrusted, as a notebook from git is), it shows the picture and no "model not
+found". A click on stop turns the header to "stopped by you" within 2 s, and a search that
+fails fast says "failed" within 2 s of the moment it knows. Screenshots go to
+``tests/ui/artifacts/``.
+"""
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from hypersched_nb.testing.lab import Lab, browser_missing
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+WITHIN = 2.0
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.skipif(browser_missing() is not None, reason=str(browser_missing())),
+]
+
+SEARCH = """import optuna
+from hypersched_nb import Experiment
+from hypersched_nb.testing.trainables import TinyRegression
+
+space = {{"lr": optuna.distributions.FloatDistribution(0.01, 0.1),
+          "sleep": optuna.distributions.CategoricalDistribution([0.3]), {extra}}}
+exp = Experiment(TinyRegression, space, metric="loss", mode="min", deadline="{deadline}",
+                 max_epochs=6, cluster=2, seed=0)
+exp.start()
+exp.dashboard()"""
+WATCH = 'from hypersched_nb.testing.lab import watch_search\n\nwatch_search(exp, "marks.json");'
+
+
+def notebook(folder: Path, name: str, cells: list[str]) -> str:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    # the server's own environment: the kernel the shipped notebooks name is registered by
+    # `make`, not in a test's fresh server
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, folder / name)
+    return name
+
+
+def watch_page(lab: Lab, words: str) -> None:
+    """From now on, the page notes the wall-clock time at which its text first holds
+    ``words`` (at every change of the page: a header shown for a moment is not missed)."""
+    lab.page.evaluate(
+        """(words) => {
+            window.__seen = window.__seen || {};
+            const look = () => {
+                if (!(words in window.__seen) && document.body.innerText.includes(words)) {
+                    window.__seen[words] = Date.now() / 1000;
+                }
+            };
+            new MutationObserver(look).observe(document.body,
+                {subtree: true, childList: true, characterData: true});
+            look();
+        }""",
+        words,
+    )
+
+
+def page_says(lab: Lab, words: str, seconds: float) -> float:
+    """The wall-clock time at which the page first held ``words`` (see :func:`watch_page`),
+    waiting up to ``seconds`` for it."""
+    lab.page.wait_for_function(
+        "(words) => window.__seen && words in window.__seen", arg=words, timeout=seconds * 1000
+    )
+    return lab.page.evaluate("(words) => window.__seen[words]", words)
+
+
+def marks(folder: Path, seconds: float = 60) -> list[dict]:
+    path = folder / "marks.json"
+    end = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < end, "marks.json was not written"
+        time.sleep(0.2)
+    return json.loads(path.read_text())
+
+
+def pictures(lab: Lab) -> int:
+    return lab.page.locator(".jp-OutputArea-output img[src^='data:image/png']").count()
+
+
+def save(lab: Lab) -> None:
+    lab.page.keyboard.press("Control+s")
+    time.sleep(2.0)
+
+
+def test_a_finished_dashboard_saved_is_a_picture_reopened_trusted_or_not(tmp_path):
+    from playwright.sync_api import expect
+
+    name = notebook(tmp_path, "finished.ipynb", [SEARCH.format(extra="", deadline="25s"),
+                                                 "exp.wait()"])  # fmt: skip
+    with Lab(tmp_path, artifacts=ARTIFACTS) as lab:
+        lab.open(name)
+        lab.run_all()
+        lab.wait_ran(1, timeout=180)
+        expect(lab.cell(0).locator("img[src^='data:image/png']")).to_have_count(1, timeout=30_000)
+        assert lab.cell(0).locator(".widget-vbox").count() == 0  # the widget view went
+        lab.screenshot("saved-1-finished", showing=lab.cell(0))
+        save(lab)
+        lab.page.close()
+        lab.page = lab._browser.new_page(viewport=lab.size)
+        lab.open(name)  # the same server: trusted
+        time.sleep(3.0)
+        lab.screenshot("saved-2-reopened-trusted", showing=lab.cell(0))
+        trusted_text = lab.page.locator(".jp-Notebook").inner_text()
+        trusted_pictures = pictures(lab)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    shutil.copy(tmp_path / name, fresh / name)
+    with Lab(fresh, artifacts=ARTIFACTS) as lab:  # another server: untrusted
+        lab.open(name)
+        time.sleep(3.0)
+        lab.screenshot("saved-3-reopened-untrusted", showing=lab.cell(0))
+        untrusted_text = lab.page.locator(".jp-Notebook").inner_text()
+        untrusted_pictures = pictures(lab)
+    for text, count in ((trusted_text, trusted_pictures), (untrusted_text, untrusted_pictures)):
+        assert "model not found" not in text and "Error displaying widget" not in text
+        assert count == 1  # the dashboard's picture
+
+
+def test_a_click_on_stop_says_stopped_within_two_seconds(tmp_path):
+    name = notebook(tmp_path, "stop.ipynb", [SEARCH.format(extra="", deadline="3m"), WATCH,
+                                             "exp.wait()"])  # fmt: skip
+    with Lab(tmp_path, artifacts=ARTIFACTS) as lab:
+        lab.open(name)
+        watch_page(lab, "stopped by you at")
+        lab.run_all()
+        lab.wait_ran(1, timeout=120)
+        dashboard = lab.page.locator(".widget-vbox").first
+        dashboard.locator(".widget-html", has_text="running").first.wait_for(timeout=60_000)
+        time.sleep(3.0)
+        clicked = lab.click(dashboard.locator(".widget-button", has_text="stop").first)
+        said = page_says(lab, "stopped by you at", 30)
+        lab.screenshot("stop-1-stopped", showing=dashboard)
+        lab.wait_ran(2, timeout=120)
+        errors = list(lab.errors)
+    stopping = next(m for m in marks(tmp_path) if m["status"] == "stopping")
+    assert stopping["time"] - clicked <= WITHIN  # the kernel heard the click
+    assert said - clicked <= WITHIN  # and the page said so
+    assert errors == []
+
+
+def test_a_search_that_fails_fast_says_failed_within_two_seconds(tmp_path):
+    bad = '"returns": optuna.distributions.CategoricalDistribution(["not a dict"]),'
+    name = notebook(tmp_path, "fail.ipynb", [SEARCH.format(extra=bad, deadline="3m"), WATCH])
+    with Lab(tmp_path, artifacts=ARTIFACTS) as lab:
+        lab.open(name)
+        watch_page(lab, "failed: ")
+        lab.run_all()
+        lab.wait_ran(1, timeout=120)
+        said = page_says(lab, "failed: ", 120)
+        lab.screenshot("fail-1-failed", showing=lab.cell(0))
+        stop = lab.page.locator(".widget-button", has_text="stop").first
+        stop_off = stop.count() == 0 or stop.is_disabled()
+    knew = next(m for m in marks(tmp_path) if m["status"] in ("failing", "failed"))
+    assert said - knew["time"] <= WITHIN
+    assert stop_off
