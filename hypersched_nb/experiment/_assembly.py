@@ -194,7 +194,8 @@ def reopened(parts: Parts, journal: Journal) -> tuple[Search, Session, str]:
         session.gate.leave()
     if journal.ended is not None:
         status = journal.ended["status"]
-    session.opened(status, journal.started)
+    resumed = journal.of(RecordKind.RESUMED)
+    session.opened(status, journal.started, resumed_at=resumed[-1]["t"] if resumed else None)
     return search, session, status
 
 

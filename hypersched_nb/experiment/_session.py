@@ -133,10 +133,10 @@ class Session:
             self.close()
             self._done.set()
 
-    def opened(self, status: str, started: datetime) -> None:
+    def opened(self, status: str, started: datetime, *, resumed_at: float | None = None) -> None:
         """This session is a search read from its journal: over, as ``status`` says
         ("finished", "failed", or "interrupted" for one cut short), and nothing runs."""
-        self.status, self.started = status, started
+        self.status, self.started, self.resumed_at = status, started, resumed_at
         self._done.set()
 
     # ------------------------------------------------------------------ ending
