@@ -14,7 +14,23 @@ __all__ = [
 
 
 class HyperschedError(Exception):
-    """Base class of every error hypersched_nb raises on purpose."""
+    """Base class of every error hypersched_nb raises on purpose. Its message is the whole
+    story: in IPython and Jupyter its traceback shows only the user's own frames, ending in
+    their call, then the one line (IPython's ``_render_traceback_`` hook)."""
+
+    def _render_traceback_(self) -> list[str]:
+        import os
+        import traceback
+
+        package = os.path.dirname(os.path.abspath(__file__))
+        frames = [
+            f
+            for f in traceback.extract_tb(self.__traceback__)
+            if not os.path.abspath(f.filename).startswith(package + os.sep)
+        ]
+        lines = ["Traceback (most recent call last):"] if frames else []
+        lines += [line.rstrip("\n") for line in traceback.format_list(frames)]
+        return [*lines, f"{type(self).__name__}: {self}"]
 
 
 class ConfigError(HyperschedError, ValueError):

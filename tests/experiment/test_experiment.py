@@ -1,6 +1,7 @@
 """Experiment: the user's object, run here on the simulator (fast and deterministic)."""
 
 import math
+import os
 import threading
 
 import pytest
@@ -460,3 +461,14 @@ def test_a_new_search_in_a_folder_holding_a_journal_is_refused_before_anything_s
     )
     assert journal.read_text() == '{"k":"search","format":1}\n'  # untouched
     assert repr(exp).startswith("<Experiment hypersched created:")  # nothing started
+
+
+def test_in_a_notebook_an_api_error_shows_the_users_call_and_its_one_line():
+    from hypersched_nb.train.examples import DigitsCNN
+
+    with pytest.raises(ConfigError) as info:
+        Experiment(DigitsCNN, policy="hyperbnd")  # the user's call
+    shown = info.value._render_traceback_()  # what IPython prints for it
+    assert shown[-1].startswith("ConfigError: `policy` is 'hyperbnd', but must be one of")
+    assert not any("hypersched_nb" + os.sep in line for line in shown[:-1])
+    assert any("the user's call" in line for line in shown)

@@ -16,7 +16,7 @@ from hypersched_nb import Experiment
 
 pytestmark = pytest.mark.cluster
 
-DEADLINE = 75.0  # seconds from the first start
+DEADLINE = 100.0  # seconds from the first start
 MAX_EPOCHS = 8
 SCRIPT = f"""
 import sys, time

@@ -18,7 +18,7 @@ from hypersched_nb import Experiment
 
 pytestmark = pytest.mark.cluster
 
-DEADLINE = 70.0  # seconds from the first start
+DEADLINE = 100.0  # seconds from the first start
 MAX_EPOCHS = 12
 SCRIPT = f"""
 import sys, time
