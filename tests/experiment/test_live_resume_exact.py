@@ -59,6 +59,10 @@ def since_last_resume(folder) -> list[dict]:
     return rs[last + 1 :]
 
 
+def resumed_count(folder) -> int:
+    return sum(r.get("k") == "resumed" for r in records(folder))
+
+
 def results_in(rs) -> int:
     return sum(e.get("type") == "Result" for r in rs for e in r.get("events", ()))
 
@@ -72,16 +76,20 @@ def resizing(folder) -> bool:
 
 
 def run(script, folder, action, kill_when=None, *, at_least: int = 0) -> str:
-    """Run the search's script; with ``kill_when``, SIGKILL its process group once
-    ``kill_when(folder)`` holds (and the journal holds ``at_least`` results since it
-    started or resumed), or after 40 more results whatever happens."""
+    """Run the search's script; with ``kill_when``, SIGKILL its process group once, this
+    run having started or gone live again, ``kill_when(folder)`` holds and the journal
+    holds ``at_least`` results since, or after 40 results whatever happens."""
     proc = subprocess.Popen([sys.executable, str(script), str(folder), action],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             start_new_session=True)  # fmt: skip
     try:
         if kill_when is None:
             return proc.communicate(timeout=DEADLINE + 150)[0]
+        resumes = resumed_count(folder) + (action == "resume")
         while proc.poll() is None:
+            if resumed_count(folder) < resumes:  # still replaying its journal
+                time.sleep(0.01)
+                continue
             done = results_in(since_last_resume(folder))
             if done >= at_least + 40 or (done >= at_least and kill_when(folder)):
                 break
