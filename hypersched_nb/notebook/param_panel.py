@@ -5,12 +5,15 @@ snapshot, never a trial half written).
 
 Threads and processes: :class:`ParamPanel` draws on a daemon thread of its own, at most once
 every ``every`` seconds and only when the search changed (its snapshot's ``version``); the
-dashboard's slider and buttons never call it. The importances fit a forest (about a second on
-a hundred trials, in C calls that hold the interpreter lock for tens of milliseconds), so
-they are computed in a process of its own (one, spawned at the first drawing) from the
-study's trials, and Optuna draws its figure from the numbers that come back; where that
-process cannot start, on the panel's thread from then on. The panel's lock is held only while
-its widgets are written.
+dashboard's slider and buttons never call it. The figures are made in a process of its own
+(one, spawned at the first drawing) from the study's trials: the importances fit a forest
+(about a second on a hundred trials, in C calls that hold the interpreter lock for tens of
+milliseconds) and the parallel coordinates build a trace per trial, neither of which then
+competes with the slider for the kernel's interpreter; the panel's thread only writes the
+figures that come back into its widgets, and the process runs at a lower priority than the
+kernel, so that on a busy machine the slider gets the processor first. Where that process
+cannot start, the figures are made on the panel's thread from then on. The panel's lock is
+held only while its widgets are written.
 
 Before there is enough to draw, it says so in one line: the importances need at least two
 COMPLETE trials whose parameters differ (with none Optuna logs a warning and draws an empty
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import html
 import multiprocessing
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -149,13 +153,13 @@ class ParamPanel:
             with self._lock:
                 self.importances.data, self.parallel.data = (), ()
             return False
-        figures = _figures(study, self._importances(study))
+        drawn = self._figures(study)
         with self._lock:
-            for widget, figure in zip((self.importances, self.parallel), figures, strict=True):
+            for widget, figure in zip((self.importances, self.parallel), drawn, strict=True):
                 with widget.batch_update():
                     widget.data = ()
-                    widget.add_traces(list(figure.data))
-                    widget.layout = figure.layout
+                    widget.add_traces(figure["data"])
+                    widget.layout = figure["layout"]
                     widget.update_layout(**_SIZE)
             self.said.value = (
                 f"<b>parameters</b> of {_completed(study)} completed trials, drawn at "
@@ -163,20 +167,22 @@ class ParamPanel:
             )
         return True
 
-    def _importances(self, study) -> dict[str, float]:
-        """The parameters' importances in ``study``, computed in the panel's process where
-        it can start."""
+    def _figures(self, study) -> tuple[dict, dict]:
+        """The two figures of ``study`` (see :func:`figures`), made in the panel's process
+        where it can start."""
         trials, direction = study.get_trials(deepcopy=False), study.direction.name.lower()
         if self.separate:
             try:
                 if self._pool is None:
                     spawn = multiprocessing.get_context("spawn")
-                    self._pool = ProcessPoolExecutor(max_workers=1, mp_context=spawn)
-                return self._pool.submit(importances, trials, direction).result()
+                    self._pool = ProcessPoolExecutor(  # at a lower priority than the kernel
+                        max_workers=1, mp_context=spawn, initializer=os.nice, initargs=(10,)
+                    )
+                return self._pool.submit(figures, trials, direction).result()
             except (OSError, RuntimeError):  # no process to be had: here from now on
                 self.separate = False
                 self._end_pool()
-        return importances(trials, direction)
+        return figures(trials, direction)
 
     def _end_pool(self) -> None:
         pool, self._pool = self._pool, None
@@ -188,42 +194,23 @@ class ParamPanel:
             self.said.value = f"<i>{html.escape(words)}</i>"
 
 
-def importances(trials, direction: str = "minimize") -> dict[str, float]:
-    """Optuna's importances (fANOVA, seeded: the same search gives the same bars) of the
-    parameters of ``trials`` (FrozenTrials, so they can be sent to another process) in a
-    study of ``direction``."""
+def figures(trials, direction: str = "minimize") -> tuple[dict, dict]:
+    """Optuna's two figures, as plotly dicts, of a study of ``direction`` holding ``trials``
+    (FrozenTrials, so that they can be sent to another process): the parameters'
+    importances (fANOVA, seeded: the same search draws the same bars) and parallel
+    coordinates."""
     import optuna
-    from optuna.importance import FanovaImportanceEvaluator, get_param_importances
+    from optuna.importance import FanovaImportanceEvaluator
+    from optuna.visualization import plot_parallel_coordinate, plot_param_importances
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction=direction)
     study.add_trials(trials)
-    return get_param_importances(study, evaluator=FanovaImportanceEvaluator(seed=0))
-
-
-def _figures(study, known: dict[str, float]):
-    """Optuna's two figures of ``study``: the importances ``known`` (see
-    :func:`importances`) and parallel coordinates."""
-    from optuna.visualization import plot_parallel_coordinate, plot_param_importances
-
-    evaluator = _known(known)
-    return plot_param_importances(study, evaluator=evaluator), plot_parallel_coordinate(study)
+    bars = plot_param_importances(study, evaluator=FanovaImportanceEvaluator(seed=0))
+    return bars.to_plotly_json(), plot_parallel_coordinate(study).to_plotly_json()
 
 
 def _completed(study) -> int:
     from optuna.trial import TrialState
 
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-
-
-def _known(known: dict[str, float]):
-    """An importance evaluator that gives the importances ``known``, already computed
-    (Optuna's figure asks its evaluator for them)."""
-    from optuna.importance import BaseImportanceEvaluator
-
-    class Known(BaseImportanceEvaluator):
-        def evaluate(self, study, params=None, *, target=None) -> dict[str, float]:
-            names = known if params is None else params
-            return {name: known[name] for name in names if name in known}
-
-    return Known()
