@@ -1,7 +1,9 @@
 """Live widgets for a running search: workers per trial against the deadline, learning
 curves, the policy's own line, recent decisions, a deadline slider and a stop button, and
 under the slider a forecast of the best by the deadline (:mod:`.forecast_panel`, on a
-thread and a period of its own: it never holds the dashboard's lock while it simulates).
+thread and a period of its own: it never holds the dashboard's lock while it simulates);
+below the trials, a collapsible parameter view (:mod:`.param_panel`: Optuna's importances
+and parallel coordinates, likewise on a thread of its own, redrawn every 30 s at most).
 
 The dashboard only observes: a background thread reads :meth:`Experiment.statistics`
 every ``interval`` seconds and pushes trait updates (the figures only when the snapshot's
@@ -38,6 +40,7 @@ from hypersched_nb.notebook.drawings import (
 )
 from hypersched_nb.notebook.figures import AllocationHistory, loaded_before_threads
 from hypersched_nb.notebook.forecast_panel import ForecastPanel
+from hypersched_nb.notebook.param_panel import ParamPanel
 from hypersched_nb.notebook.static import PNG, picture_bundle
 from hypersched_nb.notebook.trials_panel import TrialsPanel
 
@@ -57,7 +60,8 @@ class Dashboard:
     ``interval`` is the refresh period in seconds; ``slider_max`` the slider's end in
     seconds since the start (default: three times the deadline, at least five minutes);
     ``forecast_every`` the forecast's period in seconds (None: no forecast panel), and
-    ``forecast_prior`` a trace to forecast from before the first result.
+    ``forecast_prior`` a trace to forecast from before the first result; ``params_every``
+    the parameter view's shortest period in seconds (None: no parameter view).
     """
 
     def __init__(
@@ -68,6 +72,7 @@ class Dashboard:
         slider_max: float | None = None,
         forecast_every: float | None = 30.0,
         forecast_prior=None,
+        params_every: float | None = 30.0,
     ):
         import ipywidgets as w
 
@@ -105,6 +110,13 @@ class Dashboard:
         self.forecast: ForecastPanel | None = None
         if forecast_every is not None:
             self.forecast = ForecastPanel(experiment, every=forecast_every, prior=forecast_prior)
+        self.params: ParamPanel | None = None  # importances, parallel coordinates
+        sections = [trials]
+        if params_every is not None:
+            self.params = ParamPanel(experiment, every=params_every)
+            sections.append(
+                w.Accordion([self.params.widget], titles=("parameters",), selected_index=None)
+            )
         self.slider.observe(self._on_slider, names="value")
         self.stop_button.on_click(self._on_stop)
         self.widget = w.VBox(
@@ -115,7 +127,7 @@ class Dashboard:
                 *([self.forecast.widget] if self.forecast is not None else []),
                 w.HBox([self.allocation, self.curves], layout=w.Layout(flex_flow="row wrap")),
                 self.events,
-                trials,
+                *sections,
             ]
         )
         self.refresh(snap)
@@ -149,8 +161,10 @@ class Dashboard:
         view goes, the picture stays), else, once, the first beside the widget view."""
         if self._handle is None or (self._pictured and not snap.done):
             return
-        if snap.done and self.forecast is not None:  # no drawing of it left under way
-            self.forecast.close(wait=60.0)
+        if snap.done:  # no drawing of a panel left under way
+            for panel in (self.forecast, self.params):
+                if panel is not None:
+                    panel.close(wait=60.0)
         self._handle.update(self._bundle(snap), raw=True)
         self._pictured = True
         if snap.done:  # the front end lets go of the widgets no view shows any more
@@ -165,6 +179,8 @@ class Dashboard:
             self._thread.start()
             if self.forecast is not None:
                 self.forecast.start()
+            if self.params is not None:
+                self.params.start()
         return self
 
     def close(self) -> None:
