@@ -66,7 +66,6 @@ class ParamPanel:
         separate: bool = True,
     ):  # fmt: skip
         import ipywidgets as w
-        import optuna.visualization  # noqa: F401 - imported here, not half-way on the thread
         import plotly.graph_objects as go
 
         loaded_before_threads()
