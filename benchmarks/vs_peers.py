@@ -93,7 +93,7 @@ def summary(scores: list[float]) -> dict[str, float]:
     }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Run:
     """One search: its cell, its score, and every timed value it reported."""
 
@@ -114,7 +114,7 @@ class Run:
 
 
 def trainables() -> dict:
-    from hypersched_nb.train.examples import DigitsCNN, MNIST1DCNN, MNIST1DCosine
+    from hypersched_nb.train.examples import MNIST1DCNN, DigitsCNN, MNIST1DCosine
 
     return {"digits": DigitsCNN, "mnist1d": MNIST1DCNN, "cosine": MNIST1DCosine}
 
@@ -270,7 +270,9 @@ def table(runs: list[Run]) -> str:
         for system in [s for s in SYSTEMS if any(r.system == s for r in cell)]:
             mine = [r for r in cell if r.system == system]
             s = summary([r.score for r in mine])
-            wtl = "—" if system == DEFAULT or not ours else "%d/%d/%d" % paired(ours, {r.seed: r.score for r in mine})  # fmt: skip
+            wtl = "—"
+            if system != DEFAULT and ours:
+                wtl = "/".join(map(str, paired(ours, {r.seed: r.score for r in mine})))
             share = "—"
             if system == DEFAULT:
                 told, offered = sum(r.told or 0 for r in mine), sum(r.offered or 0 for r in mine)
