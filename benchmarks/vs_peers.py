@@ -36,8 +36,9 @@ on the search's clock (0 = ``start()``) plus the time from before ``Experiment(.
 ``start()``; Optuna: ``time.monotonic()`` at each report less the time before ``optimize``.
 Values after the deadline never count. A run with no value by the deadline scores 0 (an
 accuracy no search is below). Per system and cell: mean, median, 10th percentile (numpy's
-linear interpolation) and the paired win/tie/loss against ``hypersched`` (same seed; win:
-the system's score is higher). For ``hypersched`` also the share of its trials whose
+linear interpolation), the paired win/tie/loss against ``hypersched`` (same seed; win:
+the system's score is higher) and the median time from the call to the first value (start-up
+and one epoch; how many runs had none by the deadline). For ``hypersched`` also the share of its trials whose
 evidence its TPE sampler holds at the end (``exp.source.told / exp.source.offered``).
 
 ``--dry-run``: one seed of ``digits``, a deadline of ``--full-seconds`` (6 unless given),
@@ -260,8 +261,9 @@ def run_one(name: str, cls, system: str, fraction: float, deadline: float, seed:
 def table(runs: list[Run]) -> str:
     """The markdown table: per cell and system, mean / median / p10 and W/T/L vs ours."""
     lines = [
-        "| trainable | deadline | system | mean | median | p10 | W/T/L vs hypersched | told/offered |",
-        "|---|---|---|---|---|---|---|---|",
+        "| trainable | deadline | system | mean | median | p10 | W/T/L vs hypersched | "
+        "first value s | told/offered |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     cells = sorted({(r.trainable, r.fraction, r.deadline) for r in runs}, key=lambda c: c[:2])
     for name, fraction, deadline in cells:
@@ -279,9 +281,18 @@ def table(runs: list[Run]) -> str:
                 share = f"{told}/{offered} ({told / offered:.0%})" if offered else "—"
             lines.append(
                 f"| {name} | {fraction:g}× ({deadline:.1f} s) | {system} | {s['mean']:.4f} | "
-                f"{s['median']:.4f} | {s['p10']:.4f} | {wtl} | {share} |"
+                f"{s['median']:.4f} | {s['p10']:.4f} | {wtl} | {first_value(mine)} | {share} |"
             )
     return "\n".join(lines)
+
+
+def first_value(runs: list[Run]) -> str:
+    """The median time from the call to a run's first finite value by its deadline (runs
+    with none left out), and how many runs had none."""
+    firsts = [min((t for t, m in r.values if math.isfinite(m)), default=math.inf) for r in runs]
+    seen = [t for t, r in zip(firsts, runs, strict=True) if t <= r.deadline]
+    text = f"{statistics.median(seen):.1f}" if seen else "—"
+    return text if len(seen) == len(runs) else f"{text} ({len(runs) - len(seen)} none)"
 
 
 def parse(argv=None) -> argparse.Namespace:
