@@ -101,3 +101,14 @@ def test_a_dry_run_runs_every_system_scores_every_run_and_writes_its_json(tmp_pa
     ours = runs[0]
     assert ours["offered"] is not None and 0 <= ours["told"] <= ours["offered"]
     assert all(f"| {system} |" in done.stdout for system in vs_peers.SYSTEMS)
+
+
+def test_the_first_value_is_the_median_time_to_a_finite_value_and_runs_without_one_are_counted():
+    runs = [
+        _run("asha", 0, 0.5, values=[(1.0, math.nan), (2.0, 0.5)]),
+        _run("asha", 1, 0.5, values=[(4.0, 0.5)]),
+        _run("asha", 2, 0.0, values=[(5.0, 0.9)]),  # after its deadline of 4 s
+    ]
+    assert vs_peers.first_value(runs) == "3.0 (1 none)"
+    assert vs_peers.first_value(runs[:2]) == "3.0"
+    assert vs_peers.first_value(runs[2:]) == "— (1 none)"
