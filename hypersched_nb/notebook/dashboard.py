@@ -212,6 +212,8 @@ class Dashboard:
             return self._refresh(snap or self.experiment.statistics())
 
     def _refresh(self, snap: ExperimentSnapshot) -> ExperimentSnapshot:
+        if not snap.going:  # stopped, failing or over: the controls go off before it says so
+            self.slider.disabled = self.stop_button.disabled = True
         held = not snap.done and cell_holds_controls()
         self.header.value = _header(snap) + (_HELD if held else "")
         # the policy's line speaks of time left: it goes once the search is over
@@ -231,8 +233,6 @@ class Dashboard:
         elif not snap.done:  # only time moved: the "now" line and the axis
             shown = self._allocation.shown
             self._allocation.show(Drawing(shown.traces, allocation_layout(snap)))
-        if not snap.going:  # stopped, failing or over: nothing left to change
-            self.slider.disabled = self.stop_button.disabled = True
         return snap
 
     def _sync_slider(self, snap: ExperimentSnapshot) -> None:
