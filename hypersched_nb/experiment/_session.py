@@ -56,6 +56,7 @@ class Session:
         self.stopped_at: float | None = None  # clock time of the user's stop
         self.resumed_at: float | None = None  # clock time a resumed search went on at
         self.gate = Gate()
+        self._heard: list = []  # called whenever the status changes (see on_status)
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
@@ -112,6 +113,7 @@ class Session:
         """Run ``search()`` (the driver loop) on a thread of its own and return at once;
         ``on_end(status)`` hears how it ended, before the cluster closes."""
         self.status = "running"
+        self._said()
         self._thread = threading.Thread(
             target=self._main, args=(search, on_end), name="hypersched-driver", daemon=True
         )
@@ -130,6 +132,7 @@ class Session:
             if on_end is not None:
                 on_end(self.status)
             self.gate.leave()
+            self._said()
             self.close()
             self._done.set()
 
@@ -157,12 +160,23 @@ class Session:
                 self.status = "stopping"
                 self.stopped_at = self.clock.now()
                 request()
+        self._said()
 
     def failing(self, error: BaseException) -> None:
         """The search fails with ``error`` (raised when its thread ends): said at once."""
         with self._lock:
             if self.status in ("running", "stopping"):
                 self.status, self.error = "failing", error
+        self._said()
+
+    def on_status(self, callback) -> None:
+        """Call ``callback()`` whenever the status changes, from the thread that changed it
+        (a view redraws at once, not at its next period)."""
+        self._heard.append(callback)
+
+    def _said(self) -> None:
+        for callback in list(self._heard):
+            callback()
 
     def wait(self, timeout: float | None = None) -> bool:
         if self._thread is None and not self._done.is_set():

@@ -287,6 +287,11 @@ class Experiment:
     def done(self) -> bool:
         return self._session.done
 
+    def on_status(self, callback) -> None:
+        """Call ``callback()`` whenever the search's status changes (running, stopping,
+        failing, over), from the thread that changed it: a view redraws at once."""
+        self._session.on_status(callback)
+
     # ------------------------------------------------------------------ the deadline
 
     @property
@@ -416,15 +421,11 @@ class Experiment:
             session = self._session
             size = self.cluster if session.live else session.runtime.workers()
             standing = fc.fresh(
-                self.policy,
-                deadline=self.deadline,
-                workers=size if isinstance(size, int) else 0,
-                mode=self.mode,
-                max_epochs=self.max_epochs,
+                self.policy, deadline=self.deadline, mode=self.mode,
+                workers=size if isinstance(size, int) else 0, max_epochs=self.max_epochs,
                 scaling=self.scaling or getattr(trace, "scaling", LINEAR),
-                startup=getattr(trace, "startup_seconds", 0.0),
-                offers_left=fc.offers_left(self.source),
-            )
+                startup=getattr(trace, "startup_seconds", 0.0), offers_left=fc.offers_left(self.source),
+            )  # fmt: skip
         else:
             standing = self._read(lambda search: search.standing(self._session, self.source))
         made = datetime.now()

@@ -84,6 +84,9 @@ class Dashboard:
         self._handle = None
         self._pictured = False  # the display carries a picture
         self._said_end = False  # the widgets have shown how the search ended
+        self._drawing: threading.Thread | None = None  # the first picture, drawn beside
+        self._wake = threading.Event()  # set when the search's status changes
+        experiment.on_status(self._wake.set)
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
         self._setting = False  # True while the code itself moves the slider
@@ -148,7 +151,8 @@ class Dashboard:
 
     def _ipython_display_(self) -> None:
         """Show the widgets at once; the picture they carry as a fallback (matplotlib's
-        import and a drawing: a second or two) is added by the refresh thread's first turn."""
+        import and a drawing: a second or two) is added on a thread of its own once there is
+        a result to show."""
         from IPython.display import display
 
         snap = self.experiment.statistics()
@@ -170,6 +174,13 @@ class Dashboard:
         if snap.done:  # the front end lets go of the widgets no view shows any more
             _close(self.widget)
 
+    def _first_picture(self, snap: ExperimentSnapshot) -> None:
+        if self._drawing is None and not self._pictured and self._handle is not None:
+            self._drawing = threading.Thread(
+                target=self._picture, args=(snap,), name="hypersched-picture", daemon=True
+            )
+            self._drawing.start()
+
     def start(self) -> Dashboard:
         """Begin refreshing on a background thread (showing the dashboard does it)."""
         if self._thread is None and not self.experiment.statistics().done:
@@ -186,16 +197,27 @@ class Dashboard:
     def close(self) -> None:
         """Stop refreshing (the search goes on)."""
         self._closed.set()
+        self._wake.set()
         if self.forecast is not None:
             self.forecast.close()
 
     def _loop(self) -> None:
-        while not self._closed.wait(self.interval):
+        while True:  # every interval, and at once when the status changes (stop, failure, end)
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._closed.is_set():
+                return
             try:
                 snap = self.refresh(self.experiment.statistics())
                 if snap.done and not self._said_end:  # the header's last words shown for a
                     self._said_end = True  # period, then the picture in place of the widgets
                     continue
+                if not snap.done:  # the first fallback picture, once there is a result to
+                    if snap.best is not None:  # show, drawn beside: the header goes on
+                        self._first_picture(snap)  # saying what happens meanwhile
+                    continue
+                if self._drawing is not None:
+                    self._drawing.join()  # the final picture comes last
                 self._picture(snap)
             except Exception as exc:  # noqa: BLE001 - a thread has nowhere else to say it
                 why = f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}"

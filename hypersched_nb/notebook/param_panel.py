@@ -66,7 +66,6 @@ class ParamPanel:
         separate: bool = True,
     ):  # fmt: skip
         import ipywidgets as w
-        import plotly.graph_objects as go
 
         loaded_before_threads()
         if isinstance(every, bool) or not (isinstance(every, (int, float)) and every > 0):
@@ -81,11 +80,10 @@ class ParamPanel:
         self.separate = separate  # the importances computed in a process of their own
         self._pool: ProcessPoolExecutor | None = None
         self.said = w.HTML(f"<i>{html.escape(NOT_STARTED)}</i>")
-        self.importances = go.FigureWidget(layout=_SIZE)
-        self.parallel = go.FigureWidget(layout=_SIZE)
-        self.widget = w.VBox(
-            [self.said, w.HBox([self.importances, self.parallel], layout=w.Layout(flex_flow="row wrap"))]
-        )  # fmt: skip
+        # the figures are made at their first drawing: until then the front end holds no
+        # plotly models (two empty ones slowed a loaded page's every update)
+        self.importances = self.parallel = None
+        self.widget = w.VBox([self.said])
 
     # ------------------------------------------------------------------ its thread
 
@@ -150,10 +148,13 @@ class ParamPanel:
         if why is not None:
             self._say(why)
             with self._lock:
-                self.importances.data, self.parallel.data = (), ()
+                if self.importances is not None:
+                    self.importances.data, self.parallel.data = (), ()
             return False
         drawn = self._figures(study)
         with self._lock:
+            if self.importances is None:
+                self._make_figures()
             for widget, figure in zip((self.importances, self.parallel), drawn, strict=True):
                 with widget.batch_update():
                     widget.data = ()
@@ -165,6 +166,15 @@ class ParamPanel:
                 f"{time.strftime('%H:%M:%S')} (every {self.every:g} s at most)"
             )
         return True
+
+    def _make_figures(self) -> None:
+        import ipywidgets as w
+        import plotly.graph_objects as go
+
+        self.importances = go.FigureWidget(layout=_SIZE)
+        self.parallel = go.FigureWidget(layout=_SIZE)
+        box = w.HBox([self.importances, self.parallel], layout=w.Layout(flex_flow="row wrap"))
+        self.widget.children = (self.said, box)
 
     def _figures(self, study) -> tuple[dict, dict]:
         """The two figures of ``study`` (see :func:`figures`), made in the panel's process

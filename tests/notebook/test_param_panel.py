@@ -68,7 +68,8 @@ def test_a_search_with_no_completed_trial_says_there_is_not_enough_to_draw(repla
     panel = ParamPanel(replay)  # created, not run: no trial has completed
     assert panel.update() is False
     assert "not enough to draw yet: 0 trials completed" in panel.said.value
-    assert panel.importances.data == () and panel.parallel.data == ()
+    assert panel.importances is None and panel.parallel is None  # no figure made yet
+    assert panel.widget.children == (panel.said,)
 
 
 def test_completed_trials_that_share_every_parameter_are_not_enough(digits):
