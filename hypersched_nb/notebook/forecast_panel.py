@@ -40,6 +40,7 @@ from datetime import datetime, timedelta
 from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.forecast import shares, spread
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
+from hypersched_nb.notebook._panel import stop_drawing
 from hypersched_nb.notebook.drawings import Drawing
 from hypersched_nb.notebook.figures import loaded_before_threads
 from hypersched_nb.notebook.forecast_band import Band, Point
@@ -167,13 +168,7 @@ class ForecastPanel:
     def close(self, *, wait: bool | float = False) -> None:
         """Stop forecasting; ``wait``: until a forecast under way has ended too (a number:
         for at most that many seconds)."""
-        self._closed.set()
-        self._wake.set()
-        thread = self._thread
-        if thread is None:
-            self._end_pool()
-        elif wait is not False:
-            thread.join(None if wait is True else float(wait))
+        stop_drawing(self._closed, self._thread, self._end_pool, wait, wake=self._wake)
 
     def _loop(self) -> None:
         try:

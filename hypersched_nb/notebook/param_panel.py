@@ -31,6 +31,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 from hypersched_nb.errors import ConfigError
+from hypersched_nb.notebook._panel import stop_drawing
 from hypersched_nb.notebook.figures import loaded_before_threads
 
 __all__ = ["NOT_STARTED", "ParamPanel", "not_enough"]
@@ -99,12 +100,7 @@ class ParamPanel:
     def close(self, *, wait: bool | float = False) -> None:
         """Stop drawing; ``wait``: until a drawing under way has ended (a number: at most
         that many seconds)."""
-        self._closed.set()
-        thread = self._thread
-        if thread is None:
-            self._end_pool()
-        elif wait is not False:
-            thread.join(None if wait is True else float(wait))
+        stop_drawing(self._closed, self._thread, self._end_pool, wait)
 
     def _loop(self) -> None:
         try:

@@ -4,6 +4,7 @@ keeps every epoch reported before each kill, and ends by the deadline it was fir
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -101,8 +102,7 @@ def checkpoints_to_resume_from(folder, opened) -> dict[int, int]:
 
 def resumed_from(folder) -> dict[int, int]:
     """What the last resume took each unfinished trial up from (its journal's record)."""
-    records = [json.loads(line) for line in (folder / "journal.jsonl").read_text().splitlines()]
-    last = [r for r in records if r.get("k") == "resumed"][-1]
+    last = [r for r in records(folder) if r.get("k") == "resumed"][-1]
     return {int(tid): epoch for tid, epoch in last["from"].items()}
 
 
@@ -141,3 +141,135 @@ def test_a_search_killed_three_times_resumes_each_time_and_ends_by_its_deadline(
     for tid, metrics in reported.items():
         assert final[tid][: len(metrics)] == metrics
     assert isinstance(started, datetime) and len(final) > len(reported) - 1
+
+
+# ------------------------------------------------------------------ the same search, exactly
+# Killed while a checkpoint is being written, around a resize and at a random moment, and
+# resumed each time (a resume of a resume of a resume): the search never offers a
+# configuration twice, its trial ids go on, it loses no epoch reported before a kill, takes
+# every unfinished trial on from its own checkpoint, and ends by its first deadline.
+
+EXACT_SCRIPT = f"""
+import sys, time
+import optuna
+from hypersched_nb import Experiment
+from hypersched_nb.testing.trainables import TinyRegression
+
+if __name__ == "__main__":
+    folder, action = sys.argv[1], sys.argv[2]
+    if action == "start":
+        space = {{"lr": optuna.distributions.FloatDistribution(1e-3, 0.5, log=True),
+                  "sleep": 0.25, "state_mb": 24}}
+        exp = Experiment(TinyRegression, space, metric="loss", mode="min", deadline={DEADLINE!r},
+                         max_epochs=12, policy="hypersched", cluster=2, seed=0,
+                         checkpoint_dir=folder)
+        exp.start()
+    else:
+        exp = Experiment.resume(folder)
+    exp.wait()
+    print("ended", exp.statistics().status, time.time(), flush=True)
+"""
+
+
+def records(folder) -> list[dict]:
+    journal = folder / "journal.jsonl"
+    out = []
+    for line in journal.read_text().splitlines() if journal.exists() else ():
+        try:
+            out.append(json.loads(line))
+        except ValueError:  # a record being written
+            pass
+    return out
+
+
+def since_last_resume(folder) -> list[dict]:
+    rs = records(folder)
+    last = max((i for i, r in enumerate(rs) if r.get("k") == "resumed"), default=-1)
+    return rs[last + 1 :]
+
+
+def resumed_count(folder) -> int:
+    return sum(r.get("k") == "resumed" for r in records(folder))
+
+
+def results_among(rs) -> int:
+    return sum(e.get("type") == "Result" for r in rs for e in r.get("events", ()))
+
+
+def writing_a_checkpoint(folder) -> bool:
+    return any(folder.glob("trial-*/epoch-*.pt.tmp"))
+
+
+def resizing(folder) -> bool:
+    return any(r.get("action") == "Resize" for r in since_last_resume(folder))
+
+
+def run_until(script, folder, action, kill_when=None, *, at_least: int = 0) -> str:
+    """Run the search's script; with ``kill_when``, SIGKILL its process group once, this
+    run having started or gone live again, ``kill_when(folder)`` holds and the journal
+    holds ``at_least`` results since, or after 40 results whatever happens."""
+    proc = subprocess.Popen([sys.executable, str(script), str(folder), action],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        if kill_when is None:
+            return proc.communicate(timeout=DEADLINE + 150)[0]
+        resumes = resumed_count(folder) + (action == "resume")
+        while proc.poll() is None:
+            if resumed_count(folder) < resumes:  # still replaying its journal
+                time.sleep(0.01)
+                continue
+            done = results_among(since_last_resume(folder))
+            if done >= at_least + 40 or (done >= at_least and kill_when(folder)):
+                break
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        return ""
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def configs_of(exp) -> list[tuple]:
+    frame = exp.results()
+    return [tuple(sorted(row.items())) for row in frame.filter(like="config_").to_dict("records")]
+
+
+def test_a_resumed_search_is_the_same_search_at_every_kill(tmp_path):
+    script, folder = tmp_path / "search.py", tmp_path / "run"
+    script.write_text(EXACT_SCRIPT)
+    rng = random.Random(7)
+    moments = [
+        ("start", writing_a_checkpoint, 6),
+        ("resume", resizing, 4),
+        ("resume", lambda folder: True, rng.randint(3, 20)),  # a random moment
+    ]
+    reported: dict[int, list] = {}
+    expected: dict[int, int] | None = None
+    for action, kill_when, at_least in moments:
+        run_until(script, folder, action, kill_when, at_least=at_least)
+        if expected is not None:  # every unfinished trial went on from its own checkpoint
+            assert resumed_from(folder) == expected
+        opened = Experiment.open(folder)
+        assert opened.statistics().status == "interrupted"
+        configs = configs_of(opened)
+        assert len(set(configs)) == len(configs)  # no configuration offered twice
+        ids = [row.trial_id for row in opened.statistics().trials]
+        assert ids == list(range(len(ids)))  # trial ids went on where they were
+        now = {row.trial_id: list(row.metrics) for row in opened.statistics().trials}
+        for tid, metrics in reported.items():  # nothing reported before a kill is lost
+            assert now[tid][: len(metrics)] == metrics
+        reported, expected = now, checkpoints_to_resume_from(folder, opened)
+    out = run_until(script, folder, "resume")
+    assert resumed_from(folder) == expected
+    status, ended_at = out.split()[-2:]
+    assert status == "finished"
+    last = Experiment.open(folder)
+    snap = last.statistics()
+    assert snap.status == "finished" and snap.deadline == DEADLINE
+    configs = configs_of(last)
+    assert len(set(configs)) == len(configs) and len(configs) > len(reported)
+    for tid, metrics in reported.items():
+        assert [row.metrics for row in snap.trials][tid][: len(metrics)] == tuple(metrics)
+    assert float(ended_at) - snap.started.timestamp() <= DEADLINE + 15  # its first deadline
