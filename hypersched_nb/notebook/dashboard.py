@@ -86,7 +86,8 @@ class Dashboard:
         self._said_end = False  # the widgets have shown how the search ended
         self._drawing: threading.Thread | None = None  # the first picture, drawn beside
         self._wake = threading.Event()  # set when the search's status changes
-        experiment.on_status(self._wake.set)
+        if hasattr(experiment, "on_status"):  # a search (a view of a snapshot has none)
+            experiment.on_status(self._wake.set)
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
         self._setting = False  # True while the code itself moves the slider
