@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +13,7 @@ import numpy as np
 from hypersched_nb.core.scaling import ScalingCurve
 from hypersched_nb.errors import ConfigError, TraceFormatError
 
-__all__ = ["Trace", "load_trace", "find_trace", "trace_dirs", "TRACE_KEY"]
+__all__ = ["Trace", "load_trace", "find_trace", "trace_dirs", "split_halves", "TRACE_KEY"]
 
 #: the key of an offered configuration that names its curve in the trace
 TRACE_KEY = "trace_trial"
@@ -50,6 +50,36 @@ class Trace:
     def final_metrics(self, max_epochs: int | None = None) -> np.ndarray:
         R = max_epochs or self.longest
         return np.array([m[:R][-1] for m in self.metrics.values()])
+
+    def subset(self, ids, *, name: str) -> Trace:
+        """The trace of configurations ``ids`` alone: their curves, parameters and timings,
+        and everything else of this one (metric, mode, scaling, start-up)."""
+        ids = tuple(ids)
+        unknown = sorted(set(ids) - set(self.ids))
+        if unknown:
+            raise ConfigError(
+                f"trace {self.name!r} has no configuration {unknown[0]}: pick ids from its .ids"
+            )
+        return replace(
+            self, name=name, ids=ids, metrics={i: self.metrics[i] for i in ids},
+            seconds={i: self.seconds[i] for i in ids}, params={i: self.params[i] for i in ids},
+        )  # fmt: skip
+
+
+def split_halves(trace: Trace, *, seed: int) -> tuple[Trace, Trace]:
+    """``trace``'s configurations in two halves drawn at random under ``seed``: a past search
+    (the first) and a new one (the second), as a benchmark of priors uses them."""
+    ids = list(np.random.default_rng(seed).permutation(trace.ids))
+    half = len(ids) // 2
+    if half == 0:
+        raise ConfigError(
+            f"trace {trace.name!r} has {len(ids)} configuration: a split needs 2 or more"
+        )
+    past, new = sorted(int(i) for i in ids[:half]), sorted(int(i) for i in ids[half:])
+    return (
+        trace.subset(past, name=f"{trace.name}[past {seed}]"),
+        trace.subset(new, name=f"{trace.name}[new {seed}]"),
+    )
 
 
 def trace_dirs() -> list[Path]:

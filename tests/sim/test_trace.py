@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from hypersched_nb.core.scaling import NONE, ScalingCurve
-from hypersched_nb.errors import TraceFormatError
-from hypersched_nb.sim.trace import TRACE_KEY, find_trace, load_trace
+from hypersched_nb.errors import ConfigError, TraceFormatError
+from hypersched_nb.sim.trace import TRACE_KEY, find_trace, load_trace, split_halves
+from hypersched_nb.testing.pytest_policies import trace_from_curves
 
 GOOD = """trial,epoch,metric,seconds,param_lr,param_opt
 0,1,0.5,2.0,0.1,sgd
@@ -278,3 +279,29 @@ def test_on_the_scheduled_family_epoch_1_ranks_the_learners_worse_than_under_a_c
     scheduled = _epoch1_rank_correlation_among_learners("mnist1d-cosine")
     for constant in ("digits-cnn", "mnist1d-cnn"):
         assert scheduled < _epoch1_rank_correlation_among_learners(constant) - 0.2
+
+
+def test_split_halves_gives_two_disjoint_halves_that_keep_every_curve_and_the_trace_s_timings():
+    trace = trace_from_curves([[0.1 * i, 0.1 * i + 0.05] for i in range(7)], seconds=3.0)
+    past, new = split_halves(trace, seed=4)
+    assert len(past.ids) == 3 and len(new.ids) == 4
+    assert set(past.ids) | set(new.ids) == set(trace.ids) and not set(past.ids) & set(new.ids)
+    for half in (past, new):
+        for i in half.ids:
+            assert (
+                list(half.metrics[i]) == list(trace.metrics[i])
+                and half.params[i] == trace.params[i]
+            )
+        assert (half.mode, half.metric_name, half.startup_seconds) == (
+            trace.mode,
+            trace.metric_name,
+            trace.startup_seconds,
+        )
+    assert split_halves(trace, seed=4)[0].ids == past.ids  # the same seed, the same halves
+    assert {split_halves(trace, seed=s)[0].ids for s in range(6)} != {past.ids}  # seeds differ
+
+
+def test_a_subset_of_configurations_the_trace_lacks_is_refused_naming_one():
+    trace = trace_from_curves([[0.1], [0.2]], seconds=1.0)
+    with pytest.raises(ConfigError, match="has no configuration 5"):
+        trace.subset([0, 5], name="x")
