@@ -102,6 +102,16 @@ def replayed(trace: Trace, seed: int, settings: SimSettings) -> Replayed:
     return Replayed(trace, runtime, clock, offered, settings.workers, R, scaling, startup)
 
 
+def prior_evidence(prior, *, trace: Trace, offered, max_epochs, min_epochs, eta):
+    """What a policy replaying ``trace`` is told of ``prior`` (None: nothing)."""
+    from hypersched_nb.experiment.prior import resolve_prior
+
+    found = resolve_prior(prior, space=offered, metric=trace.metric_name, mode=trace.mode)
+    if found is None:
+        return None
+    return found.evidence(min_epochs=min_epochs, eta=eta, max_epochs=max_epochs)
+
+
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     """One simulated search as a run of the benchmark's JSON file (see docs/design.md)."""
@@ -160,9 +170,12 @@ def simulate(
     *,
     journal: bool = False,
     policy_params: dict | None = None,
+    prior=None,
 ) -> Simulation:
     """Run ``policy`` on ``trace`` until ``deadline`` (seconds of trace time); an
-    ``early_signal`` among ``policy_params`` overrides the settings' one."""
+    ``early_signal`` among ``policy_params`` overrides the settings' one. ``prior``: a past
+    search of the same model (anything ``Experiment``'s ``prior=`` takes), for a policy
+    that reads one."""
     sim = replayed(trace, seed, settings)
     params = {"early_signal": settings.early_signal, **(policy_params or {})}
     pol = create(
@@ -171,6 +184,14 @@ def simulate(
         min_epochs=settings.min_epochs,
         eta=settings.eta,
         seed=seed,
+        prior=prior_evidence(
+            prior,
+            trace=trace,
+            offered=sim.offered,
+            max_epochs=sim.max_epochs,
+            min_epochs=settings.min_epochs,
+            eta=settings.eta,
+        ),  # fmt: skip
         **params,
     )
     driver = Driver(

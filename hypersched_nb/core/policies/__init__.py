@@ -11,11 +11,13 @@ from hypersched_nb.core.policies._base import (
     check_budget,
     check_early_signal,
 )
+from hypersched_nb.core.policies._prior import PriorEvidence
 from hypersched_nb.errors import ConfigError
 
 __all__ = [
     "EARLY_SIGNALS",
     "Policy",
+    "PriorEvidence",
     "check_budget",
     "check_early_signal",
     "REGISTRY",
@@ -55,6 +57,7 @@ def create(
     eta: float | None = None,
     seed: int | None = None,
     early_signal: str | None = None,
+    prior=None,
     **params,
 ) -> Policy:
     """Build policy ``name`` for a search's budget (R = ``max_epochs``, r = ``min_epochs``,
@@ -66,13 +69,15 @@ def create(
     without randomness no seed; one that never judges by first epochs no early signal;
     None: the policy's default). What a constructor takes is read from its signature (and
     its ``params_class``), once per class, rather than declared again beside it. A setting
-    the policy does not take is a one-line :class:`ConfigError`.
+    the policy does not take is a one-line :class:`ConfigError`. ``prior`` (a
+    :class:`PriorEvidence`: what a past search showed) goes to a policy that reads one.
     """
     if early_signal is not None:
         check_early_signal(early_signal)
     cls = resolve(name)
     budget = {"max_epochs": max_epochs, "min_epochs": min_epochs, "eta": eta, "seed": seed}
     budget["early_signal"] = early_signal
+    budget["prior"] = prior  # a PriorEvidence, for a policy that reads one
     budget = {key: value for key, value in budget.items() if value is not None}
     check_budget(budget.get("max_epochs", math.inf), budget.get("min_epochs", 1), eta)
     takes = _keywords(cls)
@@ -85,7 +90,7 @@ def create(
     return cls(**{k: v for k, v in budget.items() if k in takes}, **params)
 
 
-_BUDGET = frozenset({"max_epochs", "min_epochs", "eta", "seed", "early_signal", "params"})
+_BUDGET = frozenset({"max_epochs", "min_epochs", "eta", "seed", "early_signal", "params", "prior"})
 
 
 @functools.cache

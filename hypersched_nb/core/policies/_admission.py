@@ -10,6 +10,10 @@ a second worker would pay (flat scaling), admission stays open: an idle worker h
 one. The test is asked again at every call, so a deadline that moves reopens it and
 nothing is retired.
 
+A past search's timings (``prior``: its median first and later epoch and its start-up)
+stand in for any of the three until this search has timed its own, so that admission and
+rule 2's timing do not wait for the first results to know them.
+
 Every result asks it, so :meth:`Admission.is_open` mostly answers without the medians: the
 verdict only worsens for a trial that starts later or whose epochs take longer, and no
 median exceeds the slowest one-worker epoch seen. While even a trial whose every epoch
@@ -36,6 +40,7 @@ import math
 
 from hypersched_nb.core.context import PolicyContext
 from hypersched_nb.core.events import Result
+from hypersched_nb.core.policies._prior import PriorEvidence
 from hypersched_nb.core.policies._reallocation import startup_overhead, startup_sample
 from hypersched_nb.core.policies._sample import Sample
 
@@ -56,8 +61,16 @@ class Admission:
     start-ups), and its verdict, kept for as long as nothing it reads has changed."""
 
     __slots__ = ("_startups", "_surely_open", "_verdict", "first", "grow_threshold", "later")
+    __slots__ += ("_prior",)
 
-    def __init__(self, *, startup_percentile: float, grow_threshold: float):
+    def __init__(
+        self,
+        *,
+        startup_percentile: float,
+        grow_threshold: float,
+        prior: PriorEvidence | None = None,
+    ):
+        self._prior = prior
         self._startups = startup_sample(startup_percentile)
         self.grow_threshold = grow_threshold
         self.first, self.later = Sample(percentile=50), Sample(percentile=50)
@@ -70,22 +83,40 @@ class Admission:
             (self.first if result.epoch == 1 else self.later).add(result.seconds)
 
     def startup(self, ctx: PolicyContext) -> float:
-        """O: the ``startup_percentile`` of the start-ups observed so far."""
+        """O: the ``startup_percentile`` of the start-ups observed so far (the prior's
+        before any)."""
+        prior = self._prior
+        if not ctx.startups and prior is not None and prior.startup_seconds is not None:
+            return prior.startup_seconds
         return startup_overhead(self._startups, ctx.startups)
+
+    def _first(self) -> float | None:
+        """e₁: the median first epoch (the later one while none, then the prior's)."""
+        own = self.first.percentile() or self.later.percentile()
+        if own is not None or self._prior is None:
+            return own
+        return self._prior.first_seconds or self._prior.epoch_seconds
+
+    def _later(self) -> float | None:
+        """ē: the median later epoch (the first while none, then the prior's)."""
+        own = self.later.percentile() or self.first.percentile()
+        if own is not None or self._prior is None:
+            return own
+        return self._prior.epoch_seconds or self._prior.first_seconds
 
     def seconds(self, epochs: float) -> float | None:
         """One worker's seconds for ``epochs`` more epochs past the first (the median later
         epoch, or the first while no later one is timed); None before any epoch is timed."""
-        epoch = self.later.percentile() or self.first.percentile()
+        epoch = self._later()
         return None if epoch is None else epochs * epoch
 
     def verdict(self, ctx: PolicyContext, need: float) -> tuple[bool, float, float]:
         """(open, epochs a trial started now would reach, ``need``)."""
-        first = self.first.percentile() or self.later.percentile()
+        first = self._first()
         if first is None:
             return True, math.inf, need
         startup = self.startup(ctx)
-        reach = epochs_reachable(ctx.time_left, startup, first, self.later.percentile() or first)
+        reach = epochs_reachable(ctx.time_left, startup, first, self._later() or first)
         if reach < need and ctx.workers > 1 and ctx.scaling(2) <= self.grow_threshold:
             return True, reach, need  # exploiting could not use the workers: keep exploring
         return reach >= need, reach, need
@@ -114,6 +145,8 @@ class Admission:
         slowest seen, would still reach ``need`` epochs (None: not even now). Checked now
         and half-way to where it would fail, it holds at every time between."""
         slowest = max(self.first.largest, self.later.largest)
+        if not slowest and self._prior is not None:  # nothing timed yet: the prior's
+            slowest = max(self._prior.first_seconds or 0.0, self._prior.epoch_seconds or 0.0)
         now, startup = ctx.now, self.startup(ctx)
         reach = epochs_reachable(ctx.time_left, startup, slowest, slowest)
         if reach < need:

@@ -68,6 +68,7 @@ from hypersched_nb.core.policies._describe import epoch_number, time_left, top_s
 from hypersched_nb.core.policies._hypersched_params import HyperSchedParams
 from hypersched_nb.core.policies._judging import Judging
 from hypersched_nb.core.policies._paused import PausedQueue
+from hypersched_nb.core.policies._prior import PriorEvidence
 from hypersched_nb.core.policies._rungs import Rung, milestones
 from hypersched_nb.core.policies._trust import Trust
 from hypersched_nb.core.trial import Trial
@@ -79,7 +80,8 @@ _MAKE_WAY = Verdict.pause("exploiting: its worker goes to a leader that can use 
 
 class HyperSched(Policy):
     """The default policy: ``HyperSched(max_epochs=…, min_epochs=…, eta=…)`` with any
-    :class:`HyperSchedParams` field as a keyword (``probation=0``), or ``params=``."""
+    :class:`HyperSchedParams` field as a keyword (``probation=0``), or ``params=``;
+    ``prior`` what a past search of the same model showed (rules 2 and 4 read it)."""
 
     name = "hypersched"
     params_class: ClassVar[type] = HyperSchedParams
@@ -91,6 +93,7 @@ class HyperSched(Policy):
         min_epochs: int = 1,
         eta: float = 4,
         params: HyperSchedParams | None = None,
+        prior: PriorEvidence | None = None,
         **settings,
     ):
         check_budget(max_epochs, min_epochs, eta)
@@ -101,14 +104,17 @@ class HyperSched(Policy):
         self.trust = Trust(
             self.rungs, probation=p.probation_rungs, pairs=p.probation_pairs,
             z=p.probation_z, floor=p.probation_floor, eta=eta, early_signal=p.early_signal,
-            pause_stalled=p.pause_stalled, audit=p.audit,
+            pause_stalled=p.pause_stalled, audit=p.audit, prior=prior,
         )  # fmt: skip
         self.breadth = BreadthOrDepth(
             self.rungs, threshold=p.depth_threshold, window=p.depth_window, eta=eta
         )
         self.admit = Admission(
-            startup_percentile=p.startup_percentile, grow_threshold=p.grow_threshold
+            startup_percentile=p.startup_percentile,
+            grow_threshold=p.grow_threshold,
+            prior=prior,
         )
+        self.prior = prior  # a past search's evidence (rules 2 and 4), or None
         self.reallocation = p.reallocation()
         self._results = 0
         self._waiting = PausedQueue()  # trials this policy paused (rung -1: for a leader)
@@ -159,7 +165,7 @@ class HyperSched(Policy):
             if not self.params.pause:
                 return Verdict.stop(reason)
             self._waiting.add(tid, i, value)
-            if tentative:
+            if tentative or self.trust.holds(i):
                 self.trust.hold(tid)
             return Verdict.pause(reason)
         if self.params.focus and self.regime() == "depth" and self._outclassed(trial, ctx):

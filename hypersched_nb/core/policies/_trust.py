@@ -37,6 +37,17 @@ The user who knows their curves says so (``early_signal``):
   until the rung earns trust.
 - ``"trust"``: no rung is on probation: epoch r judges from the first result, as in ASHA.
 
+A past search of the same model (``prior``, a :class:`~._prior.PriorEvidence`) answers the
+question before the first result, under ``"auto"`` only: where its epoch 1 agreed with its
+epoch 4 (the same test, over its pairs), the lowest rung judges from the start
+(``TrustState.PRIOR``) and this search's own test still runs at its milestones, on the
+trials it kept: it passes (trust earned), or, where its agreement falls below the prior's
+among the trials a trusting search keeps by ``z`` standard errors of the difference, this
+search's evidence wins: the verdicts are withdrawn and the trials they paused come back, as
+after a failed tentative test. Where the prior's epoch 1 did not agree over enough pairs to
+tell (:data:`~._prior.DECISIVE_PAIRS`), the search starts in doubt; with fewer pairs, as if
+there were no prior. The policy line says what the prior told it.
+
 :meth:`Trust.state` says which mode the search is in and why, in one line. Where the lowest
 rung stands is one of :class:`~._trust_states.TrustState`, and one table there says how it
 moves (a test passes or fails, a trial arrives too late for the test, the user tells).
@@ -55,6 +66,7 @@ from collections.abc import Container, Sequence
 
 from hypersched_nb.core.policies._base import check_early_signal
 from hypersched_nb.core.policies._describe import epoch_number
+from hypersched_nb.core.policies._prior import PriorEvidence
 from hypersched_nb.core.policies._rungs import Rung
 from hypersched_nb.core.policies._sample import percentile
 from hypersched_nb.core.policies._trust_states import TrustState, account, initial, move, short
@@ -103,7 +115,7 @@ class Trust:
 
     __slots__ = ("_above", "_first_pair", "_held", "_needed", "agreement", "current")
     __slots__ += ("_arrived", "audit", "early_signal", "eta", "floor", "milestones", "pairs")
-    __slots__ += ("pause_stalled", "probation", "seen", "z")
+    __slots__ += ("pause_stalled", "prior", "probation", "seen", "z")
 
     def __init__(
         self,
@@ -117,6 +129,7 @@ class Trust:
         early_signal: str = "auto",
         pause_stalled: bool = True,
         audit: int | None = None,
+        prior: PriorEvidence | None = None,
     ):
         first = min(probation, len(rungs) - 1)  # the top rung is never on probation
         if early_signal == "trust" and first:
@@ -137,6 +150,15 @@ class Trust:
         self._arrived = 0  # trials that reached the lowest rung while it was judged tentatively
         self._held: set[int] = set()  # trials paused by a tentative verdict, not yet back
         self._first_pair: tuple[float, int] | None = None  # (time, pairs) at the lowest rung
+        self.prior = prior if prior is not None and self._matches(prior) else None
+        if self.prior is not None and self.current is TrustState.TENTATIVE:
+            if self.prior.verdict(z=z, floor=floor) == "trust":
+                self._move("prior_trust")
+
+    def _matches(self, prior: PriorEvidence) -> bool:
+        """Does ``prior`` compare this search's two lowest rungs?"""
+        m = self.milestones
+        return len(m) > 1 and math.isclose(prior.low, m[0]) and math.isclose(prior.high, m[1])
 
     @property
     def trusted(self) -> list[bool]:
@@ -162,8 +184,9 @@ class Trust:
         if i == 0 and self._first_pair is None:
             self._first_pair = (now, self.seen[0])
         times, rest = divmod(self.seen[i], self.pairs)
-        if self.trusted[i] or rest or not times or times & (times - 1):  # not at n0·2^j
-            return False
+        checked = i == 0 and self.current is TrustState.PRIOR  # judging, on the prior's word
+        if (self.trusted[i] and not checked) or rest or not times or times & (times - 1):
+            return False  # not at n0·2^j
         both = [t for t in high.recorded if t in low.recorded]
         a = [low.recorded[t] for t in both]
         auc, kept, paused = keep_agreement(a, [high.recorded[t] for t in both], self.eta)
@@ -171,11 +194,29 @@ class Trust:
         if kept and paused:
             self._needed[i] = needed_auc(kept, paused, self.z, self.floor)
         held = trusted(auc, kept, paused, self.z, self.floor)
+        if checked:
+            return self._check_prior(held, auc, kept, paused)
         if i:
             self._above[i - 1] = held
         elif held or kept and paused:  # an even test (no trial kept, or none paused): no move
             self._move("pass" if held else "fail")
         return held
+
+    def _check_prior(self, held: bool, auc: float, kept: int, paused: int) -> bool:
+        """This search's own test of the lowest rung, judging on the prior's word: held
+        (trust earned), or disagreeing with the prior (withdrawn: its verdicts' trials owed
+        back), or neither (the prior's word stands). True when the first judging rung moved."""
+        if held:
+            self._move("pass")
+        elif self.prior is not None and self.prior.disagrees(auc, kept, paused, z=self.z):
+            self._move("fail")
+            return True
+        return False
+
+    def holds(self, i: int) -> bool:
+        """Is a pause at rung ``i`` now a verdict that a failed test would take back (the
+        lowest rung, judging on a past search's word)?"""
+        return i == 0 and self.current is TrustState.PRIOR
 
     def next_test_in(self, now: float) -> float | None:
         """Seconds from ``now`` to the lowest rung's next test, at the pace its pairs have
@@ -289,7 +330,19 @@ class Trust:
         1: 100% agreement with epoch 4", "trusting epoch 1, as told", "trusting epoch 1 for
         now, testing it at epoch 4" (tentative verdicts), "trusting epoch 1, too late to test
         it at epoch 4" (too near the deadline)."""
-        return short(self.current, self._words())
+        said = short(self.current, self._words())
+        told = self.early_signal != "auto" or self.probation == 0
+        if self.prior is None or told or 0 in self.agreement:
+            return said
+        return f"{self._from_prior()}; {said}"
+
+    def _from_prior(self) -> str:
+        """What the prior told this search, as the policy line opens while it stands:
+        "from search 'runs/a': epoch 1 agreed with epoch 4 in 91% of pairs" (", too few to
+        tell" where its pairs are too few to decide)."""
+        prior = self.prior
+        few = prior.verdict(z=self.z, floor=self.floor) is None
+        return f"from {prior.label}: {prior.agreement()}" + (", too few to tell" if few else "")
 
     def _words(self) -> dict[str, object]:
         """What fills in :meth:`state` and :meth:`short` (see :func:`~._trust_states.account`)."""

@@ -8,6 +8,8 @@ Rule 2 stands in one of these states on the lowest rung; its higher rungs on pro
     TENTATIVE, LATE, DOUBT --pass--> EARNED                 DOUBT --fail--> DOUBT
     every state --trust--> TOLD (TOLD_AFTER_WITHDRAWAL once withdrawn; ONLY stays ONLY)
     every state --doubt--> DOUBT (WITHDRAWN once withdrawn; ONLY stays ONLY)
+    TENTATIVE --prior_trust--> PRIOR --pass--> EARNED       PRIOR --fail--> WITHDRAWN
+    TENTATIVE --prior_doubt--> DOUBT                        (a past search's word, at the start)
 
 A search starts in ONLY (one rung), TOLD (``early_signal="trust"``), UNDOUBTED (no rung on
 probation), TENTATIVE (``"auto"``) or DOUBT (``"doubt"``): :func:`initial`. What the policy
@@ -38,6 +40,7 @@ class TrustState(enum.Enum):
     EARNED = "earned"  # its verdicts held at the next rung: it judges for good
     EARNED_AFTER_WITHDRAWAL = "earned after withdrawal"  # held at a later test, after a failed one
     TOLD_AFTER_WITHDRAWAL = "told after withdrawal"  # told to trust after a failed test
+    PRIOR = "prior"  # a past search's epoch 1 agreed: it judges, checked by this search's test
 
     def __repr__(self) -> str:
         return f"TrustState.{self.name}"
@@ -57,12 +60,14 @@ _S = TrustState
 _ONLY, _TOLD, _UNDOUBTED, _TENTATIVE, _LATE = _S.ONLY, _S.TOLD, _S.UNDOUBTED, _S.TENTATIVE, _S.LATE
 _DOUBT, _WITHDRAWN, _EARNED = _S.DOUBT, _S.WITHDRAWN, _S.EARNED
 _EARNED_W, _TOLD_W = _S.EARNED_AFTER_WITHDRAWAL, _S.TOLD_AFTER_WITHDRAWAL
-_JUDGING = frozenset({_ONLY, _TOLD, _UNDOUBTED, _EARNED, _EARNED_W, _TOLD_W})
+_PRIOR = _S.PRIOR
+_JUDGING = frozenset({_ONLY, _TOLD, _UNDOUBTED, _EARNED, _EARNED_W, _TOLD_W, _PRIOR})
 
 #: ``TRANSITIONS[state][move] -> new state``. The moves: a trial's first value at the lowest
 #: rung while it judges tentatively (``arrive``: the test can still act; ``arrive_late``: too
 #: near the deadline), the lowest rung's test (``pass``; ``fail``: its verdicts did not hold,
-#: with trials both kept and paused to compare) and the user's word (``trust``, ``doubt``).
+#: with trials both kept and paused to compare), the user's word (``trust``, ``doubt``) and
+#: a past search's, at the start (``prior_trust``, ``prior_doubt``).
 #: the moves of both states that judge epoch 1 tentatively (TENTATIVE and LATE differ only
 #: in whether the test could still act: see ``Trust.state``)
 _JUDGING_TENTATIVELY = {
@@ -77,8 +82,9 @@ TRANSITIONS: dict[TrustState, dict[str, TrustState]] = {
     _ONLY: {"trust": _ONLY, "doubt": _ONLY},
     _TOLD: {"trust": _TOLD, "doubt": _DOUBT},
     _UNDOUBTED: {"trust": _TOLD, "doubt": _DOUBT},
-    _TENTATIVE: _JUDGING_TENTATIVELY,
+    _TENTATIVE: {**_JUDGING_TENTATIVELY, "prior_trust": _PRIOR, "prior_doubt": _DOUBT},
     _LATE: _JUDGING_TENTATIVELY,
+    _PRIOR: {"pass": _EARNED, "fail": _WITHDRAWN, "trust": _TOLD, "doubt": _DOUBT},
     _DOUBT: {"pass": _EARNED, "fail": _DOUBT, "trust": _TOLD, "doubt": _DOUBT},
     _WITHDRAWN: {"pass": _EARNED_W, "fail": _WITHDRAWN, "trust": _TOLD_W, "doubt": _WITHDRAWN},
     _EARNED: {"trust": _TOLD, "doubt": _DOUBT},
@@ -121,6 +127,8 @@ _ACCOUNT: dict[TrustState, str] = {
     _EARNED: "trust: {evidence}",
     _EARNED_W: "trust: {evidence}; tentative verdicts withdrawn",
     _TOLD_W: "trust: {low} judges from the start (early_signal='trust')",
+    _PRIOR: "trust: {low} judges from the start, as the past search showed, until this "
+    "search's own pairs disagree " + _TESTING,
 }
 _SHORT: dict[TrustState, str] = {
     _ONLY: "trusting {low}",
@@ -133,6 +141,7 @@ _SHORT: dict[TrustState, str] = {
     _EARNED: "{agreement}",
     _EARNED_W: "{agreement}",
     _TOLD_W: "trusting {low}, as told",
+    _PRIOR: "trusting {low}, testing it at {high}",
 }
 
 
