@@ -85,6 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="what the curves' first epochs say: trust them (as ASHA), doubt them until they "
         "predict later ones, or trust them for now while a few trials test them (default auto)",
     )
+    a(
+        "--prior",
+        metavar="TRACE",
+        help="a past search of the same model, as a trace (CSV or name): the policies that "
+        "read one (hypersched) learn from its curves and timings (default: none)",
+    )
     a("--json", type=Path, metavar="OUT.json", help="write every run to this JSON file")
     a("--jobs", type=int, default=1, choices=(1, 2), help="processes to run in (default 1)")
     return p
@@ -97,6 +103,7 @@ class Plan:
     deadlines: list[float]
     seeds: int
     settings: SimSettings
+    prior: object = None  # a Prior (experiment.prior), or None
 
     def tasks(self) -> list[tuple[str, float, int]]:
         return [(p, d, s) for p in self.policies for d in self.deadlines for s in range(self.seeds)]
@@ -131,7 +138,13 @@ def _plan(args: argparse.Namespace) -> Plan:
             raise ConfigError(
                 f"policy {name!r} is registered but cannot be loaded ({exc})"
             ) from None
-    return Plan(trace, policies, deadlines, args.seeds, settings)
+    prior = None
+    if args.prior is not None:  # refused here in one line, as Experiment(prior=) refuses it
+        from hypersched_nb.experiment.prior import resolve_prior
+
+        space = [trace.config(i) for i in trace.ids]
+        prior = resolve_prior(args.prior, space=space, metric=trace.metric_name, mode=trace.mode)
+    return Plan(trace, policies, deadlines, args.seeds, settings, prior)
 
 
 def _deadline(text: str) -> float:
@@ -186,10 +199,10 @@ def _init_worker(trace: Trace) -> None:
 
 
 def _run_one(
-    task: tuple[str, float, int], settings: SimSettings, trace: Trace | None = None
+    task: tuple[str, float, int], settings: SimSettings, trace: Trace | None = None, prior=None
 ) -> dict:
     policy, deadline, seed = task
-    return simulate(trace or _TRACE, policy, deadline, seed, settings).record.to_json()
+    return simulate(trace or _TRACE, policy, deadline, seed, settings, prior=prior).record.to_json()
 
 
 @dataclass(frozen=True)
@@ -206,7 +219,7 @@ def run_plan(plan: Plan, jobs: int = 1, progress=None) -> tuple[list[dict], Fail
     if jobs == 1:
         try:
             for i, task in enumerate(tasks):
-                rows.append(_run_one(task, plan.settings, plan.trace))
+                rows.append(_run_one(task, plan.settings, plan.trace, plan.prior))
                 if progress:
                     progress(i + 1, len(tasks))
         except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - reported, rows kept
@@ -216,7 +229,7 @@ def run_plan(plan: Plan, jobs: int = 1, progress=None) -> tuple[list[dict], Fail
 
     done: dict[int, dict] = {}
     with ProcessPoolExecutor(jobs, initializer=_init_worker, initargs=(plan.trace,)) as pool:
-        futures = [pool.submit(_run_one, t, plan.settings) for t in tasks]
+        futures = [pool.submit(_run_one, t, plan.settings, None, plan.prior) for t in tasks]
         for i, future in enumerate(futures):
             try:
                 done[i] = future.result()
@@ -229,9 +242,14 @@ def run_plan(plan: Plan, jobs: int = 1, progress=None) -> tuple[list[dict], Fail
     return [done[i] for i in range(len(tasks))], None
 
 
-def write_json(path: Path, trace: str, workers: int, rows: list[dict]) -> None:
-    """Write atomically: a reader never sees half a file."""
+def write_json(
+    path: Path, trace: str, workers: int, rows: list[dict], prior: str | None = None
+) -> None:
+    """Write atomically: a reader never sees half a file. ``prior``: the label of the past
+    search the runs were given (the file says so only then)."""
     doc = {"trace": trace, "workers": workers, "runs": rows}
+    if prior is not None:
+        doc = {"trace": trace, "prior": prior, "workers": workers, "runs": rows}
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     os.replace(tmp, path)
@@ -259,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     if rows:
         print(format_table(rows, plan), flush=True)
     if args.json is not None:
-        write_json(args.json, args.trace, args.workers, rows)
+        label = None if plan.prior is None else plan.prior.label
+        write_json(args.json, args.trace, args.workers, rows, label)
     took = time.perf_counter() - started
     if failure is not None:
         (policy, deadline, seed), error = failure.task, failure.error

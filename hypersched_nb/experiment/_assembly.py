@@ -82,7 +82,7 @@ def _policy(s: Settings) -> Policy:
     try:
         return create(
             s.policy, max_epochs=s.max_epochs, min_epochs=s.min_epochs, eta=s.eta, seed=s.seed,
-            early_signal=s.early_signal, **(params or {}),
+            early_signal=s.early_signal, prior=s.prior_evidence(), **(params or {}),
         )  # fmt: skip
     except HyperschedError:
         raise

@@ -124,8 +124,9 @@ class Search:
         journal = list(self.driver.outcome.journal) + list(self.user_events)
         return sorted(journal, key=lambda e: e["time"])
 
-    def snapshot(self, session, rows, *, policy, metric: str, mode: str, forecast):
-        """The frozen :class:`ExperimentSnapshot` of this search now."""
+    def snapshot(self, session, rows, *, policy, metric: str, mode: str, forecast, prior=None):
+        """The frozen :class:`ExperimentSnapshot` of this search now (``prior``: the label
+        of the past search it was given)."""
         d, obs = self.driver, self.observed
         now = d.outcome.ended_at if session.status == "finished" else session.clock.now()
         error = None
@@ -141,7 +142,7 @@ class Search:
             trials=rows.of(d.trials.values(), obs.peak), allocation=tuple(obs.allocation),
             capacity=tuple(obs.capacity), best=self.best(), events=tuple(self.events()),
             started=session.started, error=error, version=obs.version, forecast=forecast,
-            stopped_at=session.stopped_at, resumed_at=session.resumed_at,
+            stopped_at=session.stopped_at, resumed_at=session.resumed_at, prior=prior,
         )  # fmt: skip
 
     def standing(self, session, source):

@@ -58,7 +58,8 @@ class Experiment:
     An elastic policy (``"seer"``) sizes the cluster itself, from ``cluster`` up to
     ``max_workers``, and spends at most ``cost_budget`` worker-seconds (plus one epoch of one
     worker), billed for the workers the cluster has, from when they arrive to when they are
-    retired.
+    retired. ``prior``: a past search of the same model (its folder, an ``Experiment``, a
+    trace), read as :mod:`hypersched_nb.experiment.prior` says, for the policy and forecast.
     """
 
     def __init__(
@@ -86,6 +87,7 @@ class Experiment:
         fail_fast: int | None = 3,
         max_workers: int | None = None,
         cost_budget: float | None = None,
+        prior=None,
     ):
         if space is None and isinstance(trainable, type):
             space = getattr(trainable, "space", lambda: None)()
@@ -99,7 +101,7 @@ class Experiment:
             policy_params=policy_params, early_signal=early_signal, cluster=cluster,
             sampler=sampler, seed=seed, checkpoint_dir=checkpoint_dir, scaling=scaling,
             configs=configs, target=target, poll=poll, fail_fast=fail_fast,
-            max_workers=max_workers, cost_budget=cost_budget,
+            max_workers=max_workers, cost_budget=cost_budget, prior=prior,
         )  # fmt: skip
         self._made(_assembly.configure(settings), Session(poll=poll))
 
@@ -142,6 +144,7 @@ class Experiment:
     max_workers = property(lambda self: self._settings.max_workers)
     cost_budget = property(lambda self: self._settings.cost_budget)
     scaling = property(lambda self: self._settings.scaling_curve)
+    prior = property(lambda self: self._settings.prior)  # a Prior, or None
 
     @property
     def _driver(self):
@@ -151,26 +154,15 @@ class Experiment:
 
     @classmethod
     def replay(
-        cls,
-        trace,
-        *,
-        policy: str | Policy = "hypersched",
-        policy_params: Mapping | None = None,
-        early_signal: str = "auto",
-        deadline: float,
-        workers: int = 8,
-        configs: int = 100,
-        seed: int = 0,
-        max_epochs: int | None = None,
-        min_epochs: int = 1,
-        eta: float = 4,
-        scaling=None,
-        startup: float | None = None,
-        target: float | None = None,
-    ) -> Experiment:
+        cls, trace, *, policy: str | Policy = "hypersched", policy_params: Mapping | None = None,
+        early_signal: str = "auto", deadline: float, workers: int = 8, configs: int = 100,
+        seed: int = 0, max_epochs: int | None = None, min_epochs: int = 1, eta: float = 4,
+        scaling=None, startup: float | None = None, target: float | None = None, prior=None,
+    ) -> Experiment:  # fmt: skip
         """A search replayed on a learning-curve trace (a name, a path or a loaded trace)
         on a virtual clock: the same offers, policy and driver as ``bench``, in seconds of
-        trace time, with the snapshots, results and events of a live search."""
+        trace time, with the snapshots, results and events of a live search; ``prior`` as
+        in the constructor."""
         from hypersched_nb.experiment.simulate import replay_of
 
         sim, trace = replay_of(
@@ -181,7 +173,7 @@ class Experiment:
             sim.runtime, sim.clock, sim.offered, metric=trace.metric_name, mode=trace.mode,
             deadline=deadline, max_epochs=sim.max_epochs, min_epochs=min_epochs, eta=eta,
             policy=policy, policy_params=policy_params, seed=seed, scaling=sim.scaling,
-            target=target, early_signal=early_signal,
+            target=target, early_signal=early_signal, prior=prior,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ a journal
@@ -388,6 +380,7 @@ class Experiment:
                 metric=self.metric,
                 mode=self.mode,
                 forecast=self._forecast,
+                prior=getattr(self.prior, "label", None),
             )  # fmt: skip
         )
 
@@ -406,7 +399,8 @@ class Experiment:
         None: the current one) on each cluster size (None: the cluster's now): a DataFrame
         of expected best, p10, p90 and p_beat (P(beats the best so far by ``margin``)), from
         ``runs`` simulations of the rest of the search. Before the first result it needs a
-        ``prior`` trace of a similar model. ``early_signal`` ("trust" or "doubt") asks what
+        ``prior`` trace of a similar model (None: the search's own ``prior``, where it has
+        one with curves). ``early_signal`` ("trust" or "doubt") asks what
         the search would reach if its ``hypersched`` policy were told so now: one forecast
         per answer weighs trusting epoch 1 now against testing it first. ``executor`` (a
         ``concurrent.futures`` executor) is where the runs are simulated, the search being
@@ -416,7 +410,8 @@ class Experiment:
         :mod:`hypersched_nb.experiment.forecast`."""
         from hypersched_nb.experiment import forecast as fc
 
-        trace = fc.prior_trace(prior, metric=self.metric, mode=self.mode)
+        own = None if self.prior is None else self.prior.trace  # the search's prior's curves
+        trace = fc.prior_trace(own if prior is None else prior, metric=self.metric, mode=self.mode)
         if self._driver is None:
             session = self._session
             size = self.cluster if session.live else session.runtime.workers()

@@ -55,6 +55,7 @@ class Settings:
     fail_fast: int | None = 3
     max_workers: int | None = None
     cost_budget: float | None = None
+    prior: object = None  # a past search (see experiment.prior); resolved to a Prior
     live: bool = True
     deadline_spec: DeadlineSpec = dataclasses.field(init=False, repr=False, compare=False)
 
@@ -80,6 +81,11 @@ class Settings:
         if self.live and spec.kind == "at":  # a time already past: said now
             resolve_deadline(spec, elapsed=0.0, current=None, started=datetime.now())
         self.scaling_curve  # noqa: B018 - a scaling that does not parse is said now
+        if self.prior is not None:  # read and checked against the space now: one line
+            from hypersched_nb.experiment.prior import resolve_prior
+
+            found = resolve_prior(self.prior, space=self.space, metric=self.metric, mode=self.mode)
+            object.__setattr__(self, "prior", found)
         if isinstance(self.policy, Policy):
             if self.policy_params is not None:
                 raise ConfigError(
@@ -106,6 +112,14 @@ class Settings:
                 f"`cluster` starts with: give max_workers >= {self.cluster}"
             )
 
+    def prior_evidence(self):
+        """What the policy is told of the prior (a ``PriorEvidence``), or None."""
+        if self.prior is None:
+            return None
+        return self.prior.evidence(
+            min_epochs=self.min_epochs, eta=self.eta, max_epochs=self.max_epochs
+        )
+
     @property
     def scaling_curve(self) -> ScalingCurve | None:
         return None if self.scaling is None else ScalingCurve.parse(self.scaling)
@@ -120,7 +134,7 @@ class Settings:
         """What a journal's first line says of this search: enough to open or resume it.
         ``deadline`` is the one resolved at the start (seconds since it)."""
         policy = self.policy
-        return {
+        record = {
             "trainable": import_path(self.trainable), "space": space_record,
             "metric": self.metric, "mode": self.mode, "deadline": deadline,
             "max_epochs": self.max_epochs, "min_epochs": self.min_epochs, "eta": self.eta,
@@ -134,6 +148,9 @@ class Settings:
             "max_workers": self.max_workers, "cost_budget": self.cost_budget,
             "early_signal": self.early_signal,
         }  # fmt: skip
+        if self.prior is not None:  # only then: a journal without one reads as before
+            record["prior"] = self.prior.to_record(self.prior_evidence())
+        return record
 
     @classmethod
     def from_record(
@@ -162,12 +179,17 @@ class Settings:
             "fail_fast": record["fail_fast"], "max_workers": record["max_workers"],
             "cost_budget": record["cost_budget"], "live": live,
         }  # fmt: skip
+        if record.get("prior") is not None:  # what the policy was told, kept in the header
+            from hypersched_nb.experiment.prior import Prior
+
+            fields["prior"] = Prior.from_record(record["prior"])
         fields.update(changes)
         return cls(**fields)
 
 
 #: the fields of a journal's settings record, in the order :meth:`Settings.to_record`
-#: writes them
+#: writes them (and ``prior`` after them, only where the search had one: a header without
+#: it reads as a search without a prior, as every journal written before it does)
 RECORD_FIELDS = (
     "trainable", "space", "metric", "mode", "deadline", "max_epochs", "min_epochs", "eta",
     "policy", "policy_params", "seed", "sampler", "configs", "checkpoint_dir", "scaling",

@@ -88,6 +88,7 @@ class ExperimentSnapshot:
     version: int = 0  # grows with every change the search makes
     stopped_at: float | None = None  # when the user asked it to stop (clock time)
     resumed_at: float | None = None  # when it went on after its kernel died (clock time)
+    prior: str | None = None  # the past search it was given (its label), if any
     counts: Mapping[str, int] = field(default_factory=dict)
     # the last forecast asked of the search (not its state: two snapshots of one moment
     # are equal whatever was forecast between them)

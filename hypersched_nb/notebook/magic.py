@@ -4,6 +4,7 @@
 
     %load_ext hypersched_nb
     %hypersched start DigitsCNN --metric val_acc --deadline 2m --workers 2 --max-epochs 30
+    %hypersched start DigitsCNN --deadline 2m --prior last
     %hypersched status
     %hypersched deadline +10m
     %hypersched forecast +10m --workers 8
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import keyword
+import os
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -104,12 +106,35 @@ def _start_parser() -> _Parser:
     p.add_argument("--configs", type=int, help="offer at most this many configurations")
     p.add_argument("--checkpoint-dir", help="where checkpoints go (any fsspec URL)")
     p.add_argument(
+        "--prior",
+        help="a past search of the same model: its folder, a trace (CSV or name), or 'last' "
+        "(the newest search of this trainable in the runs folder)",
+    )
+    p.add_argument(
         "--name", default="exp", help="notebook variable the experiment is bound to (default: exp)"
     )
     p.add_argument(
         "--no-dashboard", action="store_true", help="print one status line instead of the widgets"
     )
     return p
+
+
+def _prior(given: str | None, trainable, checkpoint_dir: str | None):
+    """``--prior``: a path or trace name as given; ``last``: the newest search of the same
+    trainable in the runs folder (the one ``--checkpoint-dir`` is in, else hypersched-runs)."""
+    if given != "last":
+        return given
+    from hypersched_nb.experiment.prior import newest_search
+    from hypersched_nb.experiment.settings import import_path
+
+    folder = (
+        os.path.dirname(os.path.normpath(checkpoint_dir)) if checkpoint_dir else "hypersched-runs"
+    )
+    found = newest_search(folder or ".", trainable=import_path(trainable))
+    if found is None:
+        name = getattr(trainable, "__name__", trainable)
+        raise UsageError(f"--prior last: no search of {name} in {folder!r} yet; give its folder")
+    return os.fspath(found)
 
 
 def _deadline_parser() -> _Parser:
@@ -224,6 +249,8 @@ class HyperschedMagics(Magics):
         if self.current is not None and not self.current.done and target is not self.current:
             raise UsageError("a search started here is still running; %hypersched stop it first")
         if isinstance(target, Search):  # built in the notebook: started or not
+            if a.prior is not None:
+                raise UsageError(f"--prior is for a new search; {a.trainable} was built already")
             if a.early_signal != "auto":
                 raise UsageError(
                     f"--early-signal is for a new search; {a.trainable} was built with "
@@ -237,7 +264,7 @@ class HyperschedMagics(Magics):
                 max_epochs=a.max_epochs, min_epochs=a.min_epochs, eta=a.eta, policy=a.policy,
                 cluster=a.workers if a.workers is not None else a.address, sampler=a.sampler,
                 seed=a.seed, checkpoint_dir=a.checkpoint_dir, configs=a.configs,
-                early_signal=a.early_signal,
+                early_signal=a.early_signal, prior=_prior(a.prior, target, a.checkpoint_dir),
             )  # fmt: skip
         if exp.statistics().status == "created":
             exp.start()

@@ -85,6 +85,8 @@ def report_html(snap: ExperimentSnapshot, *, title: str = "hypersched_nb search"
             f"configuration:\n{cfg}"
         )
     when = "" if snap.started is None else f", started {snap.started:%Y-%m-%d %H:%M:%S}"
+    if snap.prior is not None:
+        when += f", with {snap.prior} as its prior"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
