@@ -3,10 +3,12 @@ legal move made through ``Trust`` as the policy makes it, and what the policy li
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
 
+from hypersched_nb.core.policies._prior import PriorEvidence
 from hypersched_nb.core.policies._rungs import Rung
 from hypersched_nb.core.policies._trust import Trust
 from hypersched_nb.core.policies._trust_states import TRANSITIONS, TrustState, initial, move
@@ -28,6 +30,11 @@ TENTATIVE --pass--> EARNED
 TENTATIVE --fail--> WITHDRAWN
 TENTATIVE --trust--> TOLD
 TENTATIVE --doubt--> DOUBT
+TENTATIVE --prior_trust--> PRIOR
+PRIOR --pass--> EARNED
+PRIOR --fail--> WITHDRAWN
+PRIOR --trust--> TOLD
+PRIOR --doubt--> DOUBT
 LATE --arrive--> TENTATIVE
 LATE --arrive_late--> LATE
 LATE --pass--> EARNED
@@ -65,11 +72,19 @@ MOVES = sorted({name for row in TRANSITIONS.values() for name in row})
 _tid = itertools.count(1000)
 
 
-def make(early_signal="auto", *, probation=1, milestones=(1, 4, 16)):
+#: a past search whose epoch 1 held at epoch 4 and at the end
+TRUSTING = PriorEvidence(
+    label="search 'runs/a'", low=1, high=4, auc=0.95, kept=25, paused=75, survivor_auc=0.95,
+    survivor_kept=5, survivor_paused=15, final=16, final_auc=0.9, final_kept=25, final_paused=75,
+)  # fmt: skip
+
+
+def make(early_signal="auto", *, probation=1, milestones=(1, 4, 16), prior=None):
     rungs = [Rung(m, 4) for m in milestones]
     trust = Trust(
-        rungs, probation=probation, pairs=8, z=1.645, floor=0.5, eta=4, early_signal=early_signal
-    )
+        rungs, probation=probation, pairs=8, z=1.645, floor=0.5, eta=4, early_signal=early_signal,
+        prior=prior,
+    )  # fmt: skip
     return trust, rungs
 
 
@@ -104,6 +119,7 @@ def reach(state: TrustState):
         S.TOLD: {"early_signal": "trust", "probation": 0},
         S.UNDOUBTED: {"probation": 0},
         S.DOUBT: {"early_signal": "doubt"},
+        S.PRIOR: {"prior": TRUSTING},
     }
     trust, rungs = make(**starts.get(state, {}))
     if state is S.LATE:
@@ -122,7 +138,9 @@ def reach(state: TrustState):
 
 def perform(trust, rungs, name):
     """Make move ``name`` as the policy would."""
-    if name in ("arrive", "arrive_late"):
+    if name == "prior_trust":  # the policy made with a trusting prior, on the same rungs
+        trust.__init__(rungs, probation=1, pairs=8, z=1.645, floor=0.5, eta=4, prior=TRUSTING)
+    elif name in ("arrive", "arrive_late"):
         arrive(trust, rungs, testable=name == "arrive")
     elif name in ("trust", "doubt"):
         trust.tell(name)
@@ -250,6 +268,12 @@ def test_the_policy_line_is_read_from_the_state():
             "trusting epoch 1: 100% agreement with epoch 4",
         ),
         S.TOLD_AFTER_WITHDRAWAL: told,
+        S.PRIOR: (
+            "trust: epoch 1 judges from the start, as the past search showed, until this "
+            f"search's own pairs disagree {pending}",
+            "from search 'runs/a': epoch 1 agreed with epoch 4 in 95% of pairs, with epoch 16 "
+            "in 90%; trusting epoch 1, testing it at epoch 4",
+        ),
     }
     assert set(lines) == set(TrustState)
     for state, (line, short) in lines.items():
@@ -276,3 +300,40 @@ def test_higher_rungs_on_probation_keep_their_own_verdict():
     assert trust.trusted == [False, True, True, True] and trust.current is S.DOUBT
     assert trust.tell("doubt") is True  # back on probation, both
     assert trust.trusted == [False, False, True, True]
+
+
+def test_a_prior_that_trusts_epoch_1_makes_it_judge_from_the_start_and_says_so():
+    trust, _ = make(prior=TRUSTING)
+    assert trust.current is S.PRIOR and trust.first() == 0
+    assert trust.short() == (
+        "from search 'runs/a': epoch 1 agreed with epoch 4 in 95% of pairs, with epoch 16 in "
+        "90%; trusting epoch 1, testing it at epoch 4"
+    )
+
+
+def test_this_searchs_own_evidence_wins_over_the_prior_and_brings_the_paused_back():
+    trust, rungs = make(prior=TRUSTING)
+    rungs[0].record(1, 0.1)  # paused at epoch 1 on the prior's word
+    assert trust.holds(0)
+    trust.hold(1)
+    feed(trust, rungs, REVERSED)  # its own pairs order epoch 4 backwards
+    assert trust.current is S.WITHDRAWN and trust.first() == 1
+    assert trust.owed(rungs[0], {1: None}) == 1
+
+
+def test_a_prior_that_does_not_hold_at_the_end_leaves_the_search_as_without_one():
+    late = dataclasses.replace(TRUSTING, final_auc=0.45)
+    trust, _ = make(prior=late)
+    assert trust.current is S.TENTATIVE
+    assert trust.short().endswith("; trusting epoch 1 for now, testing it at epoch 4")
+
+
+def test_the_users_word_overrides_the_prior():
+    trust, _ = make("doubt", prior=TRUSTING)
+    assert trust.current is S.DOUBT
+    assert trust.short() == "doubting epoch 1 until it predicts epoch 4"
+
+
+def test_a_prior_of_other_rungs_is_not_read():
+    trust, _ = make(prior=dataclasses.replace(TRUSTING, high=3))
+    assert trust.prior is None and trust.current is S.TENTATIVE
