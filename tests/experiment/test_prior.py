@@ -158,3 +158,17 @@ def test_the_report_names_the_prior():
     exp.run()
     assert exp.statistics().prior == "trace 'digits-cnn[past 0]'"
     assert "with trace &#x27;digits-cnn[past 0]&#x27; as its prior" in report_html(exp.statistics())
+
+
+def test_a_reopened_search_knows_the_prior_its_journal_header_kept(tmp_path):
+    lines = write_journal(tmp_path / "journal.jsonl")
+    header = json.loads(lines[0])
+    prior = resolve_prior(PAST, space=space_of(NEW), metric="val_acc", mode="max")
+    told = prior.evidence(min_epochs=1, eta=4, max_epochs=DIGITS.longest)
+    header["settings"]["prior"] = prior.to_record(told)
+    (tmp_path / "journal.jsonl").write_bytes(
+        json.dumps(header).encode() + b"\n" + b"".join(lines[1:])
+    )
+    exp = Experiment.open(tmp_path)
+    assert exp.prior.label == "trace 'digits-cnn[past 0]'" and exp.prior.learnt == told
+    assert exp.statistics().prior == "trace 'digits-cnn[past 0]'"
