@@ -202,7 +202,8 @@ def _run_one(
     task: tuple[str, float, int], settings: SimSettings, trace: Trace | None = None, prior=None
 ) -> dict:
     policy, deadline, seed = task
-    return simulate(trace or _TRACE, policy, deadline, seed, settings, prior=prior).record.to_json()
+    told = {} if prior is None else {"prior": prior}
+    return simulate(trace or _TRACE, policy, deadline, seed, settings, **told).record.to_json()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from hypersched_nb.__main__ import main as hypersched_main
@@ -297,3 +298,37 @@ def test_a_failing_run_keeps_the_finished_ones(toy, tmp_path, capsys, monkeypatc
         f"RuntimeError: simulated crash; 3 finished run(s) written to {out}"
     )
     assert captured.err.strip().splitlines() == [expected]  # one line naming the run
+
+
+def test_bench_with_a_prior_trace_tells_hypersched_and_names_it_in_the_json(tmp_path, capsys):
+    from hypersched_nb.sim.trace import load_trace, split_halves
+
+    past, new = split_halves(load_trace("digits-cnn"), seed=0)
+    paths = []
+    for half in (past, new):
+        rows = [
+            {"trial": i, "epoch": e + 1, "metric": float(m), "seconds": float(s),
+             **{f"param_{k}": v for k, v in half.params[i].items()}}
+            for i in half.ids
+            for e, (m, s) in enumerate(zip(half.metrics[i], half.seconds[i], strict=True))
+        ]  # fmt: skip
+        path = tmp_path / f"{'past' if half is past else 'new'}.csv"
+        pd.DataFrame(rows).to_csv(path, index=False)
+        path.with_suffix(".json").write_text(json.dumps({"metric": "val_acc", "mode": "max"}))
+        paths.append(path)
+    out = tmp_path / "out.json"
+    args = ["--trace", paths[1], "--workers", 8, "--deadlines", 60, "--policies", "hypersched",
+            "--seeds", 2, "--prior", paths[0], "--json", out]  # fmt: skip
+    assert bench(*args) == 0
+    doc = json.loads(out.read_text())
+    assert doc["prior"] == "trace 'past'"
+    assert {r["early_signal_at_end"] for r in doc["runs"]} == {"trust"}
+
+
+def test_bench_refuses_a_prior_that_shares_no_parameter_in_one_line(toy, tmp_path, capsys):
+    other = tmp_path / "other.csv"
+    pd.DataFrame(
+        [{"trial": 0, "epoch": 1, "metric": 0.5, "seconds": 1.0, "param_width": 3}]
+    ).to_csv(other, index=False)
+    assert bench(*base(toy), "--prior", other) == 2
+    assert "shares no parameter with this search's" in capsys.readouterr().err
