@@ -118,7 +118,8 @@ def _vline(x: float) -> dict:
 class ForecastPanel:
     """The forecast beside a dashboard's deadline slider (``Dashboard(forecast_every=...)``
     makes one). ``every`` is its period in seconds; ``runs`` the simulations per deadline and
-    cluster size; ``prior`` a trace of a similar model to forecast from before any result;
+    cluster size; ``prior`` a trace of a similar model to forecast from before any result
+    (None: the search's own ``prior``, if it has one);
     ``separate``: simulate in a process of its own (where it can load the search)."""
 
     def __init__(
@@ -131,6 +132,8 @@ class ForecastPanel:
         loaded_before_threads()
         if isinstance(every, bool) or not (isinstance(every, (int, float)) and every > 0):
             raise ConfigError(f"`forecast_every` is {every!r}; give a period in seconds > 0")
+        if prior is None:  # the search's own prior (``Experiment(prior=)``), where it has curves
+            prior = getattr(getattr(experiment, "prior", None), "trace", None)
         self.experiment, self.every, self.runs, self.prior = experiment, every, runs, prior
         snap = experiment.statistics()
         self.metric, self.started, self.mode = snap.metric, snap.started, snap.mode
