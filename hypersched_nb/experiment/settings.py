@@ -134,7 +134,7 @@ class Settings:
         """What a journal's first line says of this search: enough to open or resume it.
         ``deadline`` is the one resolved at the start (seconds since it)."""
         policy = self.policy
-        record = {
+        return {
             "trainable": import_path(self.trainable), "space": space_record,
             "metric": self.metric, "mode": self.mode, "deadline": deadline,
             "max_epochs": self.max_epochs, "min_epochs": self.min_epochs, "eta": self.eta,
@@ -147,10 +147,8 @@ class Settings:
             "cluster": self.cluster if isinstance(self.cluster, (int, str)) else None,
             "max_workers": self.max_workers, "cost_budget": self.cost_budget,
             "early_signal": self.early_signal,
+            "prior": None if self.prior is None else self.prior.to_record(self.prior_evidence()),
         }  # fmt: skip
-        if self.prior is not None:  # only then: a journal without one reads as before
-            record["prior"] = self.prior.to_record(self.prior_evidence())
-        return record
 
     @classmethod
     def from_record(
@@ -179,7 +177,7 @@ class Settings:
             "fail_fast": record["fail_fast"], "max_workers": record["max_workers"],
             "cost_budget": record["cost_budget"], "live": live,
         }  # fmt: skip
-        if record.get("prior") is not None:  # what the policy was told, kept in the header
+        if record["prior"] is not None:  # what the policy was told, kept in the header
             from hypersched_nb.experiment.prior import Prior
 
             fields["prior"] = Prior.from_record(record["prior"])
@@ -188,12 +186,11 @@ class Settings:
 
 
 #: the fields of a journal's settings record, in the order :meth:`Settings.to_record`
-#: writes them (and ``prior`` after them, only where the search had one: a header without
-#: it reads as a search without a prior, as every journal written before it does)
+#: writes them
 RECORD_FIELDS = (
     "trainable", "space", "metric", "mode", "deadline", "max_epochs", "min_epochs", "eta",
     "policy", "policy_params", "seed", "sampler", "configs", "checkpoint_dir", "scaling",
-    "target", "fail_fast", "cluster", "max_workers", "cost_budget", "early_signal",
+    "target", "fail_fast", "cluster", "max_workers", "cost_budget", "early_signal", "prior",
 )  # fmt: skip
 
 

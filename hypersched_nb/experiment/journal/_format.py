@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 #: the journal format this version writes (and the newest it reads)
-FORMAT = 2
+FORMAT = 3
 NAME = "journal.jsonl"
 _EVENTS = {
     cls.__name__: cls for cls in (Result, TrialFailed, WorkersChanged, TrialHalted, DeadlineChanged)
@@ -71,8 +71,14 @@ def _upgrade_1(settings: dict) -> dict:
     return {**defaults, **settings}
 
 
+def _upgrade_2(settings: dict) -> dict:
+    """Format 2 -> 3: format 3 names the search's prior (a past search; None: none, as
+    every search of format 2 had)."""
+    return {"prior": None, **settings}
+
+
 #: ``UPGRADES[n]`` turns the settings of a format-``n`` header into format ``n + 1``'s
-UPGRADES: dict[int, Callable[[dict], dict]] = {1: _upgrade_1}
+UPGRADES: dict[int, Callable[[dict], dict]] = {1: _upgrade_1, 2: _upgrade_2}
 
 
 # ---------------------------------------------------------------------------- reading
