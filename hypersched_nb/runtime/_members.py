@@ -11,15 +11,19 @@ hands out those on their way out.
 
 from __future__ import annotations
 
+import threading
+
 from hypersched_nb.core import events
 from hypersched_nb.core.events import Event
 from hypersched_nb.errors import warn
 from hypersched_nb.runtime import _worker
 from hypersched_nb.runtime._board import TaskBoard, WarmTag
 from hypersched_nb.runtime._placements import Placements
-from hypersched_nb.runtime._slots import Slots
+from hypersched_nb.runtime._slots import Slot, Slots
 
 __all__ = ["Members"]
+
+_RESTART_TIMEOUT = 30.0  # seconds a nanny has to replace its worker's process
 
 
 class Members:
@@ -93,6 +97,18 @@ class Members:
         self._client.loop.add_callback(cluster.scale_down, names)
         return [events.WorkersChanged(now, len(self._slots))]
 
+    def restart(self, slots: list[Slot]) -> None:
+        """Replace the worker processes of ``slots`` (a ``step()`` stuck in them cannot be
+        stopped otherwise): they are never handed out again, and each comes back, under
+        its name and a new address, as a new slot (:meth:`sync`). Does not wait."""
+        addrs = [s.addr for s in slots if self._slots.alive(s)]
+        self._retired.update(addrs)
+        self._slots.retire([s for s in slots if self._slots.alive(s)])
+        if addrs:  # on a thread: the scheduler answers once the new processes joined
+            threading.Thread(
+                target=_restart, args=(self._client, addrs), name="hypersched-restart", daemon=True
+            ).start()
+
     def _killed_for_memory(self, held: dict[str, tuple], now: float) -> dict[int, Event]:
         """Of the trials in ``held`` (the address of a worker gone -> its name, memory
         limit and tenant), those whose worker its nanny restarted for exceeding its memory
@@ -133,6 +149,13 @@ class Members:
         them, to be billed until the next shrink)."""
         here = self._slots.raw_names()
         return [name for name in list(getattr(cluster, "worker_spec", {})) if name not in here]
+
+
+def _restart(client, addrs: list[str]) -> None:
+    try:
+        client.restart_workers(addrs, timeout=_RESTART_TIMEOUT, raise_for_error=False)
+    except Exception as exc:  # noqa: BLE001 - no nanny, or the scheduler gone: said, not raised
+        warn(f"the workers at {', '.join(addrs)} could not be restarted ({exc})")
 
 
 def _gib(size: int) -> str:

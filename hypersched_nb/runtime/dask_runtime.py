@@ -100,7 +100,10 @@ class DaskRuntime:
     has its own under that name, and its checkpoints travel through Dask: see
     :mod:`~hypersched_nb.runtime._placements`) or an fsspec URL that every worker reaches;
     ``seed`` and the trial id give each trial's ``ctx.seed``;
-    ``task_timeout`` bounds one epoch, also within a batch (seconds; None: no bound); ``checkpoint_overhead`` is
+    ``step_timeout`` bounds one epoch, also within a batch: seconds, ``"auto"`` (a multiple
+    of the trial's median epoch) or None; an epoch past it has its workers restarted and
+    its trial resumes from its checkpoint, failed the second time (see
+    :mod:`~hypersched_nb.runtime._timeouts`); ``checkpoint_overhead`` is
     the share of training time that per-epoch checkpoints may cost (see ``_worker_io``);
     ``group_timeout`` bounds a ``torch.distributed`` rendezvous and collective; ``poll`` is
     the period of the scheduler poll that backs up its worker events; ``fetch_timeout``
@@ -121,7 +124,8 @@ class DaskRuntime:
         checkpoint_dir: str,
         mode: str = "max",
         seed: int = 0,
-        task_timeout: float | None = None,
+        step_timeout: float | str | None = "auto",
+        task_timeout: None = None,
         checkpoint_overhead: float = 0.01,
         group_timeout: float = 120.0,
         poll: float = 5.0,
@@ -133,8 +137,12 @@ class DaskRuntime:
             raise ConfigError(
                 f"`trainable` is {trainable!r}, but must be a Trainable class or factory"
             )
+        if task_timeout is not None:
+            raise ConfigError(
+                f"`task_timeout` ({task_timeout}) is gone: give step_timeout={task_timeout} "
+                "(an epoch past it restarts its worker and the trial resumes from its checkpoint)"
+            )
         for name, value in (
-            ("task_timeout", task_timeout),
             ("group_timeout", group_timeout),
             ("poll", poll),
             ("batch_seconds", batch_seconds),
@@ -148,7 +156,7 @@ class DaskRuntime:
         if not checkpoint_overhead >= 0:
             raise ConfigError(f"`checkpoint_overhead` is {checkpoint_overhead}, but must be >= 0")
         self._client, self.clock, self.metric = client, clock, metric
-        self._task_timeout, self._poll = task_timeout, poll
+        self._timeouts, self._poll = _timeouts.StepTimeouts(step_timeout), poll
         directory = os.fspath(checkpoint_dir)
         if "://" not in directory:  # workers may run elsewhere than this process's folder
             directory = os.path.abspath(directory)
@@ -221,10 +229,11 @@ class DaskRuntime:
             if not found:
                 found += self._check_timeouts(now)
             if found:
+                self._measure(found)
                 return found
             if now >= until:
                 return []
-            wake = _timeouts.next_timeout(self._trials.values(), self._task_timeout)
+            wake = self._timeouts.next_timeout(self._trials.values())
             item = self._board.wait(min(until, self._members.next_poll, wake) - now)
             if item is not None:
                 found += self._outcomes.handle(item)
@@ -308,16 +317,38 @@ class DaskRuntime:
         ]
         return self._client.gather(futs)
 
+    def _measure(self, found: list[Event]) -> None:
+        """Each trial's step() times, for its ``step_timeout``."""
+        for e in found:
+            if type(e) is events.Result:
+                t = self._trials.get(e.trial_id)
+                if t is not None:
+                    self._timeouts.measured(t)
+
     def _check_timeouts(self, now: float) -> list[Event]:
-        late = _timeouts.late(self._trials.values(), now, self._task_timeout)
-        return [
-            self._outcomes.fail(
-                t,
-                f"an epoch ran past task_timeout={self._task_timeout:g}s "
-                f"on {', '.join(self.placement(t.tid))}",
+        """The trials whose epoch ran past ``step_timeout``: their workers are restarted
+        (a step() stuck in them cannot be stopped otherwise), and each trial is halted, to
+        resume from its last checkpoint, or failed if it happened before."""
+        found: list[Event] = []
+        for t, bound in self._timeouts.late(self._trials.values(), now):
+            names, slots = ", ".join(self.placement(t.tid)), list(t.slots)
+            why = (
+                f"its epoch {t.expected} ran past {self._timeouts.describe(bound)} on {names}, "
+                "whose process was restarted"
             )
-            for t in late
-        ]
+            self._members.restart(slots)
+            self._placements.vacate(t, save=False)
+            if self._timeouts.strike(t.tid) == 1:
+                found.append(events.TrialHalted(t.tid, now, f"paused: {why}"))
+            else:
+                found.append(events.TrialFailed(
+                    t.tid, now, f"{why}, a second time: its step() hangs or needs a longer "
+                    "step_timeout", t.reported,
+                ))  # fmt: skip
+        if found:
+            self._placements.place_queued()
+            found.insert(0, events.WorkersChanged(now, len(self._slots)))
+        return found
 
     def _name_if_stuck(self, t: LiveTrial) -> None:
         """Warn, naming its workers, if the epoch of ``t`` still in flight looks stuck (see
