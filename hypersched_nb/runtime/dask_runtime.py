@@ -164,6 +164,7 @@ class DaskRuntime:
         self._bests = BestWeights(metric, 1.0 if mode == "max" else -1.0)
         self._slots = Slots()
         self._board = TaskBoard(client, fetch_timeout)
+        self._board.on_best = self._bests.written
         self._placements = Placements(
             self._board, self._slots, clock, factory=trainable, seed=seed,
             group_timeout=group_timeout, directory=directory, overhead=checkpoint_overhead,
