@@ -207,7 +207,9 @@ class DaskRuntime:
             case events.Resize():
                 if self._placements.resize(ins.trial_id, ins.workers):  # lost
                     now, workers = self.clock.now(), len(self._slots)
-                    self._events.append(events.WorkersChanged(now, workers, (ins.trial_id,)))
+                    self._events.append(
+                        events.WorkersChanged(now, workers, (ins.trial_id,), self._slots.paused())
+                    )
             case events.Pause() | events.Stop():
                 t = self._trials.get(ins.trial_id)
                 if t is not None:
@@ -294,7 +296,9 @@ class DaskRuntime:
             adopted[tid] = ckpt.epoch if ckpt else 0
         for best in sorted(written_bests(directory, self.metric), key=lambda b: b.epoch):
             self._bests.adopt(best)
-        self._events.append(events.WorkersChanged(self.clock.now(), len(self._slots), running))
+        self._events.append(
+            events.WorkersChanged(self.clock.now(), len(self._slots), running, self._slots.paused())
+        )
         return adopted
 
     def best_checkpoint(self, at_most: float | None = None) -> BestCheckpoint | None:
@@ -348,7 +352,9 @@ class DaskRuntime:
                 ))  # fmt: skip
         if found:
             self._placements.place_queued()
-            found.insert(0, events.WorkersChanged(now, len(self._slots)))
+            found.insert(
+                0, events.WorkersChanged(now, len(self._slots), paused=self._slots.paused())
+            )
         return found
 
     def _name_if_stuck(self, t: LiveTrial) -> None:

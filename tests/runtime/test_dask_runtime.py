@@ -334,6 +334,51 @@ def test_a_stuck_step_restarts_its_worker_and_the_trial_goes_on_from_its_checkpo
     assert len(client.scheduler_info(n_workers=-1)["workers"]) == 2
 
 
+def _set_status(client, addr, status):
+    def set_(dask_worker, status=status):
+        from distributed.core import Status
+
+        manager = dask_worker.memory_manager  # its monitor would resume a worker this empty
+        manager._hs_pause = getattr(manager, "_hs_pause", manager.memory_pause_fraction)
+        manager.memory_pause_fraction = False if status == "paused" else manager._hs_pause
+        dask_worker.status = Status[status]  # said to the scheduler, as Dask's own pause is
+
+    client.run(set_, workers=[addr])
+
+
+def _until(runtime, clock, test, within=120.0):
+    """Advance until an event passes ``test``; that event."""
+    end = clock.now() + within
+    while clock.now() < end:
+        for e in runtime.advance(min(end, clock.now() + 1.0)):
+            if test(e):
+                return e
+    pytest.fail(f"no such event within {within} s")
+
+
+def test_a_worker_dask_paused_is_named_and_given_no_trial_until_it_resumes(client, tmp_path):
+    clock = WallClock()
+    runtime = runtime_on(client, tmp_path, clock, poll=0.5)
+    addrs = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    names = {a: str(w["name"]) for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+    paused, other = addrs
+    try:
+        _set_status(client, paused, "paused")
+        said = _until(runtime, clock, lambda e: type(e) is WorkersChanged and e.paused)
+        assert said.paused == (names[paused],) and said.workers == 2
+        runtime.execute(Start(0, {"sleep": 0.2}, 1))
+        runtime.execute(Start(1, {"sleep": 0.2}, 1))  # no free worker that runs: it waits
+        assert runtime.placement(0) == [names[other]] and runtime.placement(1) == []
+        _set_status(client, paused, "running")
+        resumed = _until(runtime, clock, lambda e: type(e) is WorkersChanged and not e.paused)
+        assert resumed.workers == 2
+        assert runtime.placement(1) == [names[paused]]  # the queued trial took it
+        _until(runtime, clock, lambda e: type(e) is Result and e.trial_id == 1)
+    finally:
+        _set_status(client, paused, "running")
+        runtime.close()
+
+
 def test_task_timeout_is_gone_and_says_what_to_give_instead(client, tmp_path):
     with pytest.raises(ConfigError, match=r"give step_timeout=0.5 "):
         runtime_on(client, tmp_path, WallClock(), task_timeout=0.5)
