@@ -89,11 +89,14 @@ class TrialFailed(_Matchable):
 @dataclass(frozen=True, slots=True)
 class WorkersChanged(_Matchable):
     """The cluster now has ``workers`` workers. ``lost`` lists trials whose workers died:
-    they go back to PAUSED and resume from their last checkpoint."""
+    they go back to PAUSED and resume from their last checkpoint. ``paused`` names the
+    workers Dask has paused (their memory past its pause threshold): they run nothing, and
+    are given no new trial, until Dask resumes them."""
 
     time: float
     workers: int
     lost: tuple[int, ...] = ()
+    paused: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,7 +188,8 @@ class Driver:
                 if trial.state is _RUNNING:
                     self._leave_running(trial, "WorkerLost", event.time, "its worker was lost")
                     self._pause(trial)
-            self._log(event.time, None, "WorkersChanged", f"{event.workers} workers")
+            paused = f" ({', '.join(event.paused)} paused by Dask: memory)" if event.paused else ""
+            self._log(event.time, None, "WorkersChanged", f"{event.workers} workers{paused}")
         elif type(event) is TrialHalted:
             trial = self.trials[event.trial_id]
             if trial.state is _RUNNING:

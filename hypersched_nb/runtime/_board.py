@@ -12,6 +12,8 @@ spins:
   one hop sooner than its result
   (``Worker.log_event`` then ``Client.subscribe_topic``; Dask's Pub/Sub is gone since
   2025.4);
+- (not queued) a best's weights written in the background, also on that topic: handed at
+  once to ``on_best``, since the user's thread may be waiting for them;
 - :class:`MembersChanged`: the scheduler logged ``add-worker`` or ``remove-worker``.
 
 Dask keeps one handler per topic and client; the scheduler's ``all`` topic is therefore
@@ -154,6 +156,7 @@ class TaskBoard:
         self.id = uuid.uuid4().hex[:12]  # in every key: boards sharing a client never collide
         self.topic = f"hypersched-{self.id}"
         self._count = itertools.count(1)
+        self.on_best = None  # hears, on the IO thread, that a best's weights were written
         _MembershipNews.join(client, self._queue)
         client.subscribe_topic(self.topic, self._epoch_event)
 
@@ -274,7 +277,10 @@ class TaskBoard:
 
     def _epoch_event(self, event) -> None:  # the client's IO thread
         payload = event[1] if isinstance(event, tuple) else event
-        if isinstance(payload, dict):
+        if isinstance(payload, dict) and "best_written" in payload:
+            if self.on_best is not None:  # waited for by whoever names the best weights
+                self.on_best(payload)
+        elif isinstance(payload, dict):
             self._queue.put(Report.from_event(payload))
 
     # ------------------------------------------------------------------ the end

@@ -11,15 +11,19 @@ hands out those on their way out.
 
 from __future__ import annotations
 
+import threading
+
 from hypersched_nb.core import events
 from hypersched_nb.core.events import Event
 from hypersched_nb.errors import warn
 from hypersched_nb.runtime import _worker
 from hypersched_nb.runtime._board import TaskBoard, WarmTag
 from hypersched_nb.runtime._placements import Placements
-from hypersched_nb.runtime._slots import Slots
+from hypersched_nb.runtime._slots import Slot, Slots
 
 __all__ = ["Members"]
+
+_RESTART_TIMEOUT = 30.0  # seconds a nanny has to replace its worker's process
 
 
 class Members:
@@ -34,6 +38,7 @@ class Members:
         self._placements, self._poll, self._directory = placements, poll, directory
         self._retired: set[str] = set()  # addresses of workers being scaled away
         self._expect: int | None = None  # workers asked for by ScaleCluster, not yet there
+        self._paused: tuple[str, ...] = ()  # the workers Dask has paused, as last said
         self.next_poll = 0.0
 
     def sync(self) -> list[Event]:
@@ -52,8 +57,13 @@ class Members:
         gone, added = self._slots.sync(workers)
         for s in added:  # torch's import takes seconds: done before a trial waits for it
             self._board.submit(_worker.warm, self._directory, slot=s, tag=WarmTag(), name="hs-warm")
+        paused, was = self._slots.paused(), self._paused
+        self._paused = paused
         if not gone and not added:
-            return []
+            if paused == was:
+                return []
+            self._placements.place_queued()  # a worker resumed may take a queued trial
+            return [events.WorkersChanged(self._clock.now(), len(self._slots), paused=paused)]
         held = {s.addr: (s.name, s.memory_limit, s.tenant) for s in gone if s.tenant is not None}
         lost = list(dict.fromkeys(tid for _, _, tid in held.values()))
         self._board.cancel_off(workers)
@@ -68,7 +78,8 @@ class Members:
         now = self._clock.now()
         killed = self._killed_for_memory(held, now)
         lost = [tid for tid in lost if tid not in killed]
-        return [events.WorkersChanged(now, len(self._slots), tuple(lost)), *killed.values()]
+        changed = events.WorkersChanged(now, len(self._slots), tuple(lost), paused)
+        return [changed, *killed.values()]
 
     def scale(self, workers: int) -> list[Event]:
         """Ask the cluster for ``workers`` workers: fewer go at once (free ones, most
@@ -80,7 +91,7 @@ class Members:
                 "the cluster cannot be resized from here (attached by address): "
                 "ScaleCluster ignored"
             )
-            return [events.WorkersChanged(now, len(self._slots))]
+            return [events.WorkersChanged(now, len(self._slots), paused=self._slots.paused())]
         if workers >= len(self._slots):
             self._expect = workers if workers > len(self._slots) else None
             cluster.scale(workers)  # fewer than asked before: those not there yet go first
@@ -91,7 +102,19 @@ class Members:
         self._slots.retire(going)  # never handed out again, even before the scheduler sees
         names = [s.raw_name for s in going] + self._on_their_way(cluster)
         self._client.loop.add_callback(cluster.scale_down, names)
-        return [events.WorkersChanged(now, len(self._slots))]
+        return [events.WorkersChanged(now, len(self._slots), paused=self._slots.paused())]
+
+    def restart(self, slots: list[Slot]) -> None:
+        """Replace the worker processes of ``slots`` (a ``step()`` stuck in them cannot be
+        stopped otherwise): they are never handed out again, and each comes back, under
+        its name and a new address, as a new slot (:meth:`sync`). Does not wait."""
+        addrs = [s.addr for s in slots if self._slots.alive(s)]
+        self._retired.update(addrs)
+        self._slots.retire([s for s in slots if self._slots.alive(s)])
+        if addrs:  # on a thread: the scheduler answers once the new processes joined
+            threading.Thread(
+                target=_restart, args=(self._client, addrs), name="hypersched-restart", daemon=True
+            ).start()
 
     def _killed_for_memory(self, held: dict[str, tuple], now: float) -> dict[int, Event]:
         """Of the trials in ``held`` (the address of a worker gone -> its name, memory
@@ -133,6 +156,13 @@ class Members:
         them, to be billed until the next shrink)."""
         here = self._slots.raw_names()
         return [name for name in list(getattr(cluster, "worker_spec", {})) if name not in here]
+
+
+def _restart(client, addrs: list[str]) -> None:
+    try:
+        client.restart_workers(addrs, timeout=_RESTART_TIMEOUT, raise_for_error=False)
+    except Exception as exc:  # noqa: BLE001 - no nanny, or the scheduler gone: said, not raised
+        warn(f"the workers at {', '.join(addrs)} could not be restarted ({exc})")
 
 
 def _gib(size: int) -> str:

@@ -51,12 +51,14 @@ class BestBar:
 @dataclass(frozen=True, slots=True)
 class SaveSpec:
     """How rank 0 writes checkpoints: under ``dir``, within ``overhead`` × the training time,
-    keeping ``keep`` (the last checkpoint the client knows of) besides the newest."""
+    keeping ``keep`` (the last checkpoint the client knows of) besides the newest; a best's
+    weights, written in the background, are said on ``topic`` once written."""
 
     dir: str
     overhead: float
     keep: str | None = None
     best: BestBar | None = None
+    topic: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

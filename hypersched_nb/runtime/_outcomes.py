@@ -13,7 +13,7 @@ replicas being ready to train (queueing, checkpoints, process group, restore, re
 ``seconds`` is the epoch's training (and checkpoint) time on the workers after a start, or
 the whole wall time of the epoch (dispatch included) after a Continue, from the Continue or,
 within a batch, from the previous report, so that ``seconds + startup`` is always the time
-the trial held its workers for that epoch. ``task_timeout`` and the stuck-step warning
+the trial held its workers for that epoch. ``step_timeout`` and the stuck-step warning
 count from the previous report too: they bound one epoch, not a batch.
 """
 
@@ -83,7 +83,8 @@ class Outcomes:
                     self._placements.fetched(task, self._board.fetch(fut))
                 case WarmTag():
                     found = self._board.fetch(fut)
-                    note_store(task.slot, found, self._dir, self._home, raise_=False)
+                    if found is not None:  # None: its worker left first, its successor warms
+                        note_store(task.slot, found, self._dir, self._home, raise_=False)
                 case PrepTag() | SaveTag():
                     out = self._board.fetch(fut)
                     failed = self._placements.prepared(task, out)

@@ -343,7 +343,7 @@ class Placements:
 
     def _save_spec(self, t: LiveTrial) -> SaveSpec:
         keep = t.ckpt.url if t.ckpt else None
-        return SaveSpec(self._dir, self._overhead, keep, self._bests.bar())
+        return SaveSpec(self._dir, self._overhead, keep, self._bests.bar(), self._board.topic)
 
 
 def _written(files: dict) -> bool:

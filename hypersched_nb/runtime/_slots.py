@@ -10,7 +10,8 @@ __all__ = ["Slot", "Slots"]
 
 class Slot:
     __slots__ = (
-        "addr", "freed", "gpu", "memory_limit", "name", "raw_name", "save", "store", "tenant",
+        "addr", "freed", "gpu", "memory_limit", "name", "paused", "raw_name", "save", "store",
+        "tenant",
     )  # fmt: skip
 
     def __init__(self, name: str, raw_name, addr: str, gpu: bool, memory_limit: int = 0):
@@ -20,6 +21,7 @@ class Slot:
         self.freed = 0  # when it was last given back (a counter): least recently freed first
         self.save = None  # the last tenant's checkpoint task: the next start waits for it
         self.store: str | None = None  # the store_id of its checkpoint folder (None: unknown)
+        self.paused = False  # Dask paused it (memory): it runs nothing, and gets no new trial
 
     def __repr__(self) -> str:
         return f"Slot({self.name!r}, {self.addr}, tenant={self.tenant})"
@@ -55,7 +57,13 @@ class Slots:
             if name not in self._by_name:
                 self._by_name[name] = slot = Slot(name, raw, addr, gpu, memory)
                 added.append(slot)
+        for slot in self._by_name.values():
+            slot.paused = workers[slot.addr].get("status") == "paused"
         return gone, added
+
+    def paused(self) -> tuple[str, ...]:
+        """The names of the workers Dask has paused, sorted."""
+        return tuple(sorted(s.name for s in self._by_name.values() if s.paused))
 
     def all(self) -> list[Slot]:
         return list(self._by_name.values())
@@ -65,9 +73,11 @@ class Slots:
         return {s.raw_name for s in self._by_name.values()}
 
     def free(self) -> list[Slot]:
-        """Free slots, least recently given back first (so a resumed trial moves on)."""
+        """Free slots, least recently given back first (so a resumed trial moves on); a
+        worker Dask has paused is not free."""
         return sorted(
-            (s for s in self._by_name.values() if s.tenant is None), key=lambda s: s.freed
+            (s for s in self._by_name.values() if s.tenant is None and not s.paused),
+            key=lambda s: s.freed,
         )
 
     def take(self, tid: int, count: int, keep: Iterable[Slot] = ()) -> list[Slot] | None:

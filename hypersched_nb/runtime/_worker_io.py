@@ -26,8 +26,9 @@ Best rule (rank 0 only): an epoch whose metric beats the best whose weights the 
 when it sent the task also writes the weights apart
 (:func:`~hypersched_nb.runtime.checkpoint.best_url`), always, whatever the checkpoint budget,
 so that the model the search names best is the model it can load. This costs one write per
-new best of the whole search, not per epoch: with a leader that improves at every epoch, a
-100 MiB state (~0.4 s a write) costs 0.4 s an epoch until another trial overtakes it.
+new best of the whole search, not per epoch, and the write happens on a thread of the worker
+from a copy in memory (:mod:`~hypersched_nb.runtime._best_writer`): written in the epoch
+loop, a 100 MiB state held each epoch of a leader that improves every epoch 0.4 s back.
 
 Restoring: a checkpoint refused on restore (tampered with, cut short, not safe to load)
 gives way to the trial's newest earlier one that loads, or to none (the epochs it held are
@@ -43,6 +44,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from hypersched_nb.runtime._best_writer import wait_written, write_in_background
 from hypersched_nb.runtime._messages import BestBar, Failed, SaveSpec
 from hypersched_nb.runtime.checkpoint import (
     Checkpoint,
@@ -85,7 +87,9 @@ def store(directory: str) -> str:
 
 
 def fetch(url: str) -> dict[str, bytes] | Failed:
-    """The bytes of the checkpoint at ``url`` on this worker's disk and of its sidecar."""
+    """The bytes of the checkpoint at ``url`` on this worker's disk and of its sidecar
+    (once written, for a best's weights written in the background)."""
+    wait_written(url)
     try:
         return read_files(url)
     except OSError as exc:
@@ -137,8 +141,8 @@ def checkpoint_now(rep: Replica, save: SaveSpec, written: set[str] | None = None
 
 
 def keep_if_best(rep: Replica, metrics: Mapping, save: SaveSpec) -> Checkpoint | None:
-    """Write the weights apart if this epoch's metric clears ``save.best``; what was
-    written, if anything."""
+    """Write the weights apart, in the background (:mod:`~hypersched_nb.runtime.
+    _best_writer`), if this epoch's metric clears ``save.best``; what is being written."""
     bar = save.best
     if bar is None:
         return None
@@ -150,9 +154,10 @@ def keep_if_best(rep: Replica, metrics: Mapping, save: SaveSpec) -> Checkpoint |
     if not math.isfinite(score) or (not first and score <= bar.above):
         return None
     url = best_url(save.dir, rep.trial_id, rep.epochs)
-    return save_checkpoint(
-        rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep), store=store(save.dir)
-    )
+    return write_in_background(
+        rep.trainable.state_dict(), url, epoch=rep.epochs, about=_about(rep),
+        store=store(save.dir), topic=save.topic,
+    )  # fmt: skip
 
 
 def raised(bar: BestBar | None, metrics: Mapping) -> BestBar | None:

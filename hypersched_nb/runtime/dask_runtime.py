@@ -89,6 +89,25 @@ from hypersched_nb.runtime.checkpoint import (
 
 __all__ = ["DaskRuntime"]
 
+#: seconds a local cluster waits for a nanny to bring back a worker it restarted (a memory
+#: kill, a step_timeout) before it closes that nanny for good; Dask's 15 s default was seen
+#: to run out on a loaded machine (a fresh worker process took longer to register), and
+#: the last worker of a one-worker cluster then never came back
+LOST_WORKER_TIMEOUT = 300.0
+
+
+def _patient_nannies(client) -> None:
+    """Give the nannies of ``client``'s local cluster time to restart their workers (see
+    :data:`LOST_WORKER_TIMEOUT`; the cluster reads it when a worker leaves, in this process)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    if not hasattr(getattr(client, "cluster", None), "worker_spec"):
+        return
+    key = "distributed.deploy.lost-worker-timeout"
+    if parse_timedelta(dask.config.get(key, "15s"), "s") < LOST_WORKER_TIMEOUT:
+        dask.config.set({key: f"{LOST_WORKER_TIMEOUT:g}s"})
+
 
 class DaskRuntime:
     """Trains ``trainable`` (a class or any zero-argument factory of trainables) on the
@@ -100,7 +119,10 @@ class DaskRuntime:
     has its own under that name, and its checkpoints travel through Dask: see
     :mod:`~hypersched_nb.runtime._placements`) or an fsspec URL that every worker reaches;
     ``seed`` and the trial id give each trial's ``ctx.seed``;
-    ``task_timeout`` bounds one epoch, also within a batch (seconds; None: no bound); ``checkpoint_overhead`` is
+    ``step_timeout`` bounds one epoch, also within a batch: seconds, ``"auto"`` (a multiple
+    of the trial's median epoch) or None; an epoch past it has its workers restarted and
+    its trial resumes from its checkpoint, failed the second time (see
+    :mod:`~hypersched_nb.runtime._timeouts`); ``checkpoint_overhead`` is
     the share of training time that per-epoch checkpoints may cost (see ``_worker_io``);
     ``group_timeout`` bounds a ``torch.distributed`` rendezvous and collective; ``poll`` is
     the period of the scheduler poll that backs up its worker events; ``fetch_timeout``
@@ -121,7 +143,8 @@ class DaskRuntime:
         checkpoint_dir: str,
         mode: str = "max",
         seed: int = 0,
-        task_timeout: float | None = None,
+        step_timeout: float | str | None = "auto",
+        task_timeout: None = None,
         checkpoint_overhead: float = 0.01,
         group_timeout: float = 120.0,
         poll: float = 5.0,
@@ -133,8 +156,12 @@ class DaskRuntime:
             raise ConfigError(
                 f"`trainable` is {trainable!r}, but must be a Trainable class or factory"
             )
+        if task_timeout is not None:
+            raise ConfigError(
+                f"`task_timeout` ({task_timeout}) is gone: give step_timeout={task_timeout} "
+                "(an epoch past it restarts its worker and the trial resumes from its checkpoint)"
+            )
         for name, value in (
-            ("task_timeout", task_timeout),
             ("group_timeout", group_timeout),
             ("poll", poll),
             ("batch_seconds", batch_seconds),
@@ -148,7 +175,7 @@ class DaskRuntime:
         if not checkpoint_overhead >= 0:
             raise ConfigError(f"`checkpoint_overhead` is {checkpoint_overhead}, but must be >= 0")
         self._client, self.clock, self.metric = client, clock, metric
-        self._task_timeout, self._poll = task_timeout, poll
+        self._timeouts, self._poll = _timeouts.StepTimeouts(step_timeout), poll
         directory = os.fspath(checkpoint_dir)
         if "://" not in directory:  # workers may run elsewhere than this process's folder
             directory = os.path.abspath(directory)
@@ -156,6 +183,7 @@ class DaskRuntime:
         self._bests = BestWeights(metric, 1.0 if mode == "max" else -1.0)
         self._slots = Slots()
         self._board = TaskBoard(client, fetch_timeout)
+        self._board.on_best = self._bests.written
         self._placements = Placements(
             self._board, self._slots, clock, factory=trainable, seed=seed,
             group_timeout=group_timeout, directory=directory, overhead=checkpoint_overhead,
@@ -171,6 +199,7 @@ class DaskRuntime:
             clock, self._board, self._placements, self._members, metric=metric,
             directory=directory, home=self._home,
         )  # fmt: skip
+        _patient_nannies(client)
         self._events: list[Event] = []  # found while executing; handed out by the next advance
         self._closed = False
         self._members.sync()
@@ -198,7 +227,9 @@ class DaskRuntime:
             case events.Resize():
                 if self._placements.resize(ins.trial_id, ins.workers):  # lost
                     now, workers = self.clock.now(), len(self._slots)
-                    self._events.append(events.WorkersChanged(now, workers, (ins.trial_id,)))
+                    self._events.append(
+                        events.WorkersChanged(now, workers, (ins.trial_id,), self._slots.paused())
+                    )
             case events.Pause() | events.Stop():
                 t = self._trials.get(ins.trial_id)
                 if t is not None:
@@ -221,10 +252,11 @@ class DaskRuntime:
             if not found:
                 found += self._check_timeouts(now)
             if found:
+                self._measure(found)
                 return found
             if now >= until:
                 return []
-            wake = _timeouts.next_timeout(self._trials.values(), self._task_timeout)
+            wake = self._timeouts.next_timeout(self._trials.values())
             item = self._board.wait(min(until, self._members.next_poll, wake) - now)
             if item is not None:
                 found += self._outcomes.handle(item)
@@ -284,7 +316,9 @@ class DaskRuntime:
             adopted[tid] = ckpt.epoch if ckpt else 0
         for best in sorted(written_bests(directory, self.metric), key=lambda b: b.epoch):
             self._bests.adopt(best)
-        self._events.append(events.WorkersChanged(self.clock.now(), len(self._slots), running))
+        self._events.append(
+            events.WorkersChanged(self.clock.now(), len(self._slots), running, self._slots.paused())
+        )
         return adopted
 
     def best_checkpoint(self, at_most: float | None = None) -> BestCheckpoint | None:
@@ -308,16 +342,40 @@ class DaskRuntime:
         ]
         return self._client.gather(futs)
 
+    def _measure(self, found: list[Event]) -> None:
+        """Each trial's step() times, for its ``step_timeout``."""
+        for e in found:
+            if type(e) is events.Result:
+                t = self._trials.get(e.trial_id)
+                if t is not None:
+                    self._timeouts.measured(t)
+
     def _check_timeouts(self, now: float) -> list[Event]:
-        late = _timeouts.late(self._trials.values(), now, self._task_timeout)
-        return [
-            self._outcomes.fail(
-                t,
-                f"an epoch ran past task_timeout={self._task_timeout:g}s "
-                f"on {', '.join(self.placement(t.tid))}",
+        """The trials whose epoch ran past ``step_timeout``: their workers are restarted
+        (a step() stuck in them cannot be stopped otherwise), and each trial is halted, to
+        resume from its last checkpoint, or failed if it happened before."""
+        found: list[Event] = []
+        for t, bound in self._timeouts.late(self._trials.values(), now):
+            names, slots = ", ".join(self.placement(t.tid)), list(t.slots)
+            why = (
+                f"its epoch {t.expected} ran past {self._timeouts.describe(bound)} on {names}, "
+                "whose process was restarted"
             )
-            for t in late
-        ]
+            self._members.restart(slots)
+            self._placements.vacate(t, save=False)
+            if self._timeouts.strike(t.tid) == 1:
+                found.append(events.TrialHalted(t.tid, now, f"paused: {why}"))
+            else:
+                found.append(events.TrialFailed(
+                    t.tid, now, f"{why}, a second time: its step() hangs or needs a longer "
+                    "step_timeout", t.reported,
+                ))  # fmt: skip
+        if found:
+            self._placements.place_queued()
+            found.insert(
+                0, events.WorkersChanged(now, len(self._slots), paused=self._slots.paused())
+            )
+        return found
 
     def _name_if_stuck(self, t: LiveTrial) -> None:
         """Warn, naming its workers, if the epoch of ``t`` still in flight looks stuck (see

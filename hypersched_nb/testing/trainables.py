@@ -14,6 +14,7 @@ every runtime test. ``step()`` reports:
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import time
 
@@ -47,7 +48,8 @@ class TinyRegression(Trainable):
     can share one), ``sleep`` / ``work`` (seconds slept / computed per epoch), ``spin``
     (a fixed amount of work per epoch, see :func:`spin`), ``state_mb``
     (extra state of that many MiB, carried through checkpoints), ``fail_at`` (the epoch
-    whose ``step()`` raises), ``hang_at`` (the epoch whose ``step()`` never returns),
+    whose ``step()`` raises), ``hang_at`` (the epoch whose ``step()`` never returns; with
+    ``hang_once``, a file path, only while that file does not exist: it is made first),
     ``hog_at`` / ``hog_mb`` (the epoch whose ``step()`` fills that many MiB of memory and
     holds them for a minute: a worker with less is restarted by its nanny), ``returns``
     (what every ``step()`` returns instead of its metrics, right or wrong)."""
@@ -76,7 +78,11 @@ class TinyRegression(Trainable):
         if cfg.get("fail_at") is not None and self.epoch + 1 == int(cfg["fail_at"]):
             raise RuntimeError(f"boom at epoch {self.epoch + 1}")
         if cfg.get("hang_at") is not None and self.epoch + 1 == int(cfg["hang_at"]):
-            threading.Event().wait()
+            once = cfg.get("hang_once")
+            if once is None or not os.path.exists(once):
+                if once is not None:
+                    open(once, "w").close()  # a marker: the next attempt goes on
+                threading.Event().wait()
         if cfg.get("hog_at") is not None and self.epoch + 1 == int(cfg["hog_at"]):
             hog = torch.ones(int(float(cfg["hog_mb"]) * 2**20), dtype=torch.uint8)  # touched
             time.sleep(60)

@@ -24,6 +24,7 @@ from hypersched_nb.core.events import (
 )
 from hypersched_nb.core.policies import Policy, create
 from hypersched_nb.core.trial import TrialState
+from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.driver import Driver
 from hypersched_nb.runtime import DaskRuntime, WallClock, load_checkpoint, start_cluster
 from hypersched_nb.testing.trainables import TinyRegression
@@ -296,16 +297,91 @@ def test_an_infinite_metric_is_reported_for_the_driver_to_stop_as_diverged(clien
     assert driver.trials[1].epochs == 2
 
 
-def test_an_epoch_past_task_timeout_fails_its_trial(client, tmp_path):
+def test_a_stuck_step_restarts_its_worker_and_the_trial_goes_on_from_its_checkpoint(
+    client, tmp_path
+):
+    """Trial 0's step() hangs at epoch 3 on its first attempt only; trial 1's at epoch 2
+    every time. Each stuck worker's process is replaced; trial 0 resumes from its checkpoint
+    and finishes, trial 1 fails the second time with one line."""
+    marker = tmp_path / "hung-once"
+    configs = [
+        {"lr": 0.05, "sleep": 0.1, "hang_at": 3, "hang_once": str(marker)},
+        {"lr": 0.02, "sleep": 0.1, "hang_at": 2},
+    ]
+    driver, outcome, rec = search(
+        client, tmp_path, Scripted(), configs, max_epochs=5, step_timeout=3.0
+    )
+    once, always = driver.trials[0], driver.trials[1]
+    assert marker.exists()
+    assert once.state is TrialState.TERMINATED and once.starts == 2
+    assert [r.epoch for r in rec.results(0)] == [1, 2, 3, 4, 5]  # each epoch once, none lost
+    halted = [e for e in rec.events if type(e) is events.TrialHalted]
+    assert {e.trial_id for e in halted} == {0, 1}
+    for e in halted:
+        assert e.reason.startswith("paused: its epoch ")
+        assert "ran past step_timeout=3s on " in e.reason
+        assert e.reason.endswith("whose process was restarted")
+    assert always.state is TrialState.ERRORED and always.starts == 2
+    assert "\n" not in always.error and always.error.endswith(
+        "a second time: its step() hangs or needs a longer step_timeout"
+    )
+    # the stuck worker is back: from the last result before the hang to the cluster whole again
+    last = max(r.time for r in rec.results(0) if r.epoch == 2)
+    back = min(e.time for e in rec.events if type(e) is WorkersChanged and e.workers == 2
+               and e.time > last)  # fmt: skip
+    print(f"stuck step freed its worker {back - last:.1f} s after its epoch began")
+    assert back - last <= 3.0 + 30.0  # step_timeout + a restart on a loaded machine
+    assert len(client.scheduler_info(n_workers=-1)["workers"]) == 2
+
+
+def _set_status(client, addr, status):
+    def set_(dask_worker, status=status):
+        from distributed.core import Status
+
+        manager = dask_worker.memory_manager  # its monitor would resume a worker this empty
+        manager._hs_pause = getattr(manager, "_hs_pause", manager.memory_pause_fraction)
+        manager.memory_pause_fraction = False if status == "paused" else manager._hs_pause
+        dask_worker.status = Status[status]  # said to the scheduler, as Dask's own pause is
+
+    client.run(set_, workers=[addr])
+
+
+def _until(runtime, clock, test, within=120.0):
+    """Advance until an event passes ``test``; that event."""
+    end = clock.now() + within
+    while clock.now() < end:
+        for e in runtime.advance(min(end, clock.now() + 1.0)):
+            if test(e):
+                return e
+    pytest.fail(f"no such event within {within} s")
+
+
+def test_a_worker_dask_paused_is_named_and_given_no_trial_until_it_resumes(client, tmp_path):
     clock = WallClock()
-    runtime = runtime_on(client, tmp_path, clock, task_timeout=0.5)
+    runtime = runtime_on(client, tmp_path, clock, poll=0.5)
+    addrs = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    names = {a: str(w["name"]) for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+    paused, other = addrs
     try:
-        runtime.execute(Start(0, {"sleep": 1.5}, 1))
-        (failed,) = _next(runtime, clock, TrialFailed)
+        _set_status(client, paused, "paused")
+        said = _until(runtime, clock, lambda e: type(e) is WorkersChanged and e.paused)
+        assert said.paused == (names[paused],) and said.workers == 2
+        runtime.execute(Start(0, {"sleep": 0.2}, 1))
+        runtime.execute(Start(1, {"sleep": 0.2}, 1))  # no free worker that runs: it waits
+        assert runtime.placement(0) == [names[other]] and runtime.placement(1) == []
+        _set_status(client, paused, "running")
+        resumed = _until(runtime, clock, lambda e: type(e) is WorkersChanged and not e.paused)
+        assert resumed.workers == 2
+        assert runtime.placement(1) == [names[paused]]  # the queued trial took it
+        _until(runtime, clock, lambda e: type(e) is Result and e.trial_id == 1)
     finally:
+        _set_status(client, paused, "running")
         runtime.close()
-    assert "task_timeout=0.5s" in failed.error  # reported instead of waited for
-    assert runtime.placement(0) == []  # and its worker given back
+
+
+def test_task_timeout_is_gone_and_says_what_to_give_instead(client, tmp_path):
+    with pytest.raises(ConfigError, match=r"give step_timeout=0.5 "):
+        runtime_on(client, tmp_path, WallClock(), task_timeout=0.5)
 
 
 def test_the_cluster_grows_and_shrinks_on_request(client, tmp_path):

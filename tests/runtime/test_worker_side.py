@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from hypersched_nb.runtime import _replicas, _worker, _worker_io
+from hypersched_nb.runtime import _best_writer, _replicas, _worker, _worker_io
 from hypersched_nb.runtime._messages import BestBar, Epoch, Failed, Handover, SaveSpec, StartSpec
 from hypersched_nb.testing.trainables import TinyRegression
 
@@ -44,6 +44,7 @@ def test_a_checkpoint_and_a_best_say_which_trial_configuration_and_metrics_they_
     first = _worker.start(_spec(tmp_path, tid=2, config={"lr": 0.07}), None, None)
     assert about(first.ckpt) == {"trial_id": 2, "config": {"lr": 0.07}, "metrics": first.metrics}
     best = _worker.step(2, 1, SaveSpec(str(tmp_path), 0.0, best=BestBar("loss", -1.0, None)))
+    _best_writer.wait_written(best.best.url)  # written in the background
     assert about(best.best) == {"trial_id": 2, "config": {"lr": 0.07}, "metrics": best.metrics}
 
 
@@ -73,8 +74,11 @@ def test_an_epoch_that_beats_the_best_so_far_writes_its_weights_apart(tmp_path):
     # a record when no checkpoint may be written (a zero budget): its weights still are
     record = _worker.step(0, 1, save(BestBar("loss", -1.0, -1e9), overhead=0.0))
     assert record.ckpt is None and record.best.epoch == 5
+    _best_writer.wait_written(record.best.url)
     # and at once again at the next record: a best's weights are never skipped
-    assert _worker.step(0, 1, save(BestBar("loss", -1.0, -1e9), overhead=0.0)).best.epoch == 6
+    record = _worker.step(0, 1, save(BestBar("loss", -1.0, -1e9), overhead=0.0))
+    assert record.best.epoch == 6
+    _best_writer.wait_written(record.best.url)
     assert len(list((tmp_path / "best").glob("*.pt"))) == 3
 
 

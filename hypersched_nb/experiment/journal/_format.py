@@ -271,4 +271,5 @@ def event_from_record(record: Mapping):
     cls = _EVENTS[fields.pop("type")]
     if cls is WorkersChanged:
         fields["lost"] = tuple(fields.get("lost", ()))
+        fields["paused"] = tuple(fields.get("paused", ()))
     return cls(**fields)
