@@ -214,7 +214,7 @@ def _search(parts: Parts, s: Settings, session, observed, clock, inputs, writer,
 def _launch(s: Settings) -> Launch:
     return Launch(
         s.trainable, s.cluster, None if s.checkpoint_dir is None else os.fspath(s.checkpoint_dir),
-        s.metric, s.mode, s.seed, s.max_epochs,
+        s.metric, s.mode, s.seed, s.max_epochs, s.step_timeout,
     )  # fmt: skip
 
 

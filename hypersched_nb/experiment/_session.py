@@ -40,6 +40,7 @@ class Launch:
     mode: str
     seed: int
     max_epochs: int | None = None  # where the driver completes a trial: no batch goes past
+    step_timeout: object = "auto"  # how long an epoch may run before its worker restarts
 
 
 class Session:
@@ -102,7 +103,7 @@ class Session:
             self.runtime = DaskRuntime(
                 launch.trainable, client=client, clock=self.clock, metric=launch.metric,
                 mode=launch.mode, checkpoint_dir=launch.checkpoint_dir, seed=launch.seed,
-                max_epochs=launch.max_epochs,
+                max_epochs=launch.max_epochs, step_timeout=launch.step_timeout,
             )  # fmt: skip
         except BaseException:
             self.close()

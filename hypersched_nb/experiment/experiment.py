@@ -58,7 +58,9 @@ class Experiment:
     An elastic policy (``"seer"``) sizes the cluster itself, from ``cluster`` up to
     ``max_workers``, and spends at most ``cost_budget`` worker-seconds (plus one epoch of one
     worker), billed for the workers the cluster has, from when they arrive to when they are
-    retired. ``prior``: a past search of the same model (its folder, an ``Experiment``, a
+    retired. ``step_timeout``: seconds an epoch may run before its worker is restarted and
+    the trial goes back to its checkpoint (``"auto"``: 10 × the trial's median epoch, at
+    least 60 s; None: no bound). ``prior``: a past search of the same model (its folder, an ``Experiment``, a
     trace), read as :mod:`hypersched_nb.experiment.prior` says, for the policy and forecast.
     """
 
@@ -87,6 +89,7 @@ class Experiment:
         fail_fast: int | None = 3,
         max_workers: int | None = None,
         cost_budget: float | None = None,
+        step_timeout="auto",
         prior=None,
     ):
         if space is None and isinstance(trainable, type):
@@ -101,7 +104,8 @@ class Experiment:
             policy_params=policy_params, early_signal=early_signal, cluster=cluster,
             sampler=sampler, seed=seed, checkpoint_dir=checkpoint_dir, scaling=scaling,
             configs=configs, target=target, poll=poll, fail_fast=fail_fast,
-            max_workers=max_workers, cost_budget=cost_budget, prior=prior,
+            max_workers=max_workers, cost_budget=cost_budget, step_timeout=step_timeout,
+            prior=prior,
         )  # fmt: skip
         self._made(_assembly.configure(settings), Session(poll=poll))
 

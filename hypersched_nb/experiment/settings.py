@@ -55,6 +55,7 @@ class Settings:
     fail_fast: int | None = 3
     max_workers: int | None = None
     cost_budget: float | None = None
+    step_timeout: object = "auto"  # seconds an epoch may run, "auto" or None (see DaskRuntime)
     prior: object = None  # a past search (see experiment.prior); resolved to a Prior
     live: bool = True
     deadline_spec: DeadlineSpec = dataclasses.field(init=False, repr=False, compare=False)
@@ -146,7 +147,7 @@ class Settings:
             "target": self.target, "fail_fast": self.fail_fast,
             "cluster": self.cluster if isinstance(self.cluster, (int, str)) else None,
             "max_workers": self.max_workers, "cost_budget": self.cost_budget,
-            "early_signal": self.early_signal,
+            "early_signal": self.early_signal, "step_timeout": self.step_timeout,
             "prior": None if self.prior is None else self.prior.to_record(self.prior_evidence()),
         }  # fmt: skip
 
@@ -175,7 +176,8 @@ class Settings:
             "seed": record["seed"], "checkpoint_dir": record["checkpoint_dir"],
             "scaling": record["scaling"], "configs": record["configs"], "target": record["target"],
             "fail_fast": record["fail_fast"], "max_workers": record["max_workers"],
-            "cost_budget": record["cost_budget"], "live": live,
+            "cost_budget": record["cost_budget"], "step_timeout": record["step_timeout"],
+            "live": live,
         }  # fmt: skip
         if record["prior"] is not None:  # what the policy was told, kept in the header
             from hypersched_nb.experiment.prior import Prior
@@ -190,7 +192,8 @@ class Settings:
 RECORD_FIELDS = (
     "trainable", "space", "metric", "mode", "deadline", "max_epochs", "min_epochs", "eta",
     "policy", "policy_params", "seed", "sampler", "configs", "checkpoint_dir", "scaling",
-    "target", "fail_fast", "cluster", "max_workers", "cost_budget", "early_signal", "prior",
+    "target", "fail_fast", "cluster", "max_workers", "cost_budget", "early_signal",
+    "step_timeout", "prior",
 )  # fmt: skip
 
 
@@ -226,6 +229,7 @@ _RULES = {
     "max_workers": ("a number of workers >= 1, or None", lambda v: v is None or (_whole(v) and v >= 1)),
     "cost_budget": ("a finite number of worker-seconds > 0, or None", lambda v: v is None or (_finite(v) and v > 0)),
     "early_signal": ("one of " + ", ".join(map(repr, EARLY_SIGNALS)), lambda v: isinstance(v, str) and v in EARLY_SIGNALS),
+    "step_timeout": ("a number of seconds > 0, 'auto' (a multiple of the trial's median epoch) or None", lambda v: v is None or v == "auto" or (not isinstance(v, str) and _finite(v) and v > 0)),
 }  # fmt: skip
 #: checked where they are given (replay()'s), not settings of a live search
 _OTHER_RULES = {

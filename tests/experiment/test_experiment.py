@@ -320,6 +320,8 @@ MUST = {
      (dict(max_workers=0, policy="seer"), "`max_workers` is 0, but must be a number of workers >= 1, or None"),
      (dict(cost_budget=0, policy="seer"), "`cost_budget` is 0, but must be a finite number of worker-seconds > 0, or None"),
      (dict(cost_budget=math.inf, policy="seer"), "`cost_budget` is inf, but must be a finite number of worker-seconds > 0"),
+     (dict(step_timeout=0), "`step_timeout` is 0, but must be a number of seconds > 0, 'auto'"),
+     (dict(step_timeout="soon"), "`step_timeout` is 'soon', but must be a number of seconds > 0"),
      (dict(max_workers=4), "`max_workers` is 4, but policy ASHA does not size the cluster: use policy='seer', or leave it out"),
      (dict(cost_budget=60.0), "`cost_budget` is 60.0, but policy ASHA does not size the cluster: use policy='seer'"),
      (dict(max_workers=2, cluster=3, policy="seer"), "`max_workers` is 2, below the 3 workers `cluster` starts with: give max_workers >= 3"),

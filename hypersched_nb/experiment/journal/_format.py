@@ -73,8 +73,9 @@ def _upgrade_1(settings: dict) -> dict:
 
 def _upgrade_2(settings: dict) -> dict:
     """Format 2 -> 3: format 3 names the search's prior (a past search; None: none, as
-    every search of format 2 had)."""
-    return {"prior": None, **settings}
+    every search of format 2 had) and its ``step_timeout`` (format 2's searches had none
+    of their own: the runtime's default, "auto")."""
+    return {"prior": None, "step_timeout": "auto", **settings}
 
 
 #: ``UPGRADES[n]`` turns the settings of a format-``n`` header into format ``n + 1``'s
