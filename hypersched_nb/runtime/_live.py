@@ -104,6 +104,7 @@ class LiveTrial:
         "phase",
         "rendezvous",
         "reported",
+        "restored",
         "saving",
         "seq",
         "slots",
@@ -127,6 +128,7 @@ class LiveTrial:
         self.reported = reported  # epochs reported to the driver
         self.longest = 0.0  # seconds of its longest step() so far
         self.ckpt = ckpt  # last durable checkpoint known here
+        self.restored: Checkpoint | None = None  # what its last launch restored from
         self.saving = None  # the pause checkpoint task in flight
         self.deps: dict[str, object] = {}  # key -> task to wait for before starting
         self.fetching: dict[str, object] = {}  # key -> task copying a checkpoint to the client
@@ -187,8 +189,11 @@ class LiveTrial:
 
     def launch(self, send: Send, clock) -> None:
         """PREPARING -> TRAINING: every rank's start task goes out (``send``); its first
-        epoch builds the replicas, timed from the Start or Resize (``t_exec``)."""
+        epoch builds the replicas, timed from the Start or Resize (``t_exec``), from the
+        newest checkpoint known now (:attr:`restored`), not when it was placed: those on
+        their way then (a pause's, a copy) were what it waited for."""
         move(self, "launch")
+        self.restored = self.ckpt
         self._sent(send, starting=True, epochs=1)
         self.t_launch = clock.now()
 

@@ -299,6 +299,14 @@ class DaskRuntime:
         t = self._trials.get(trial_id)
         return None if t is None else t.ckpt
 
+    def restored_from(self, trial_id: int) -> Checkpoint | None:
+        """The checkpoint the last start or resize of trial ``trial_id`` to reach its
+        workers restored from (None: none, or not launched yet). A start waits for the
+        checkpoints still being written or copied when it came (a pause's, say), so this
+        is known only once it launched, and may be newer than :meth:`checkpoint` was then."""
+        t = self._trials.get(trial_id)
+        return None if t is None else t.restored
+
     # ------------------------------------------------------------------ a resumed search
 
     def adopt(self, trials: dict[int, int], *, running: tuple[int, ...]) -> dict[int, int]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -82,19 +83,45 @@ def _clean(bridge: str, links: list[str], spaces: list[str]) -> None:
         _ip("link", "del", link, check=False)
 
 
+def _wait_for_port(host: str, port: int, *, seconds: float) -> None:
+    """Return once ``host:port`` accepts a connection (the scheduler is up); the caller's
+    own connection then fails, saying so, if it never does within ``seconds``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            socket.create_connection((host, port), timeout=1.0).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 @pytest.fixture
 def hosts(tmp_path, request):
-    """Three hosts (``@pytest.mark.parametrize("hosts", [n], indirect=True)`` for n)."""
+    """Three hosts (``@pytest.mark.parametrize("hosts", [n], indirect=True)`` for n). The
+    scheduler drops a worker it has not heard from in 60 s: on a loaded machine a worker's
+    event loop stalls for over 10 s while it imports torch, and must not be taken for lost."""
     missing = _missing()
     if missing is not None:
         pytest.skip(missing)
-    with running_hosts(getattr(request, "param", 3), tmp_path) as made:
+    with running_hosts(getattr(request, "param", 3), tmp_path, ttl="60s") as made:
+        yield made
+
+
+@pytest.fixture
+def hosts_lost_soon(tmp_path):
+    """Three hosts whose scheduler drops a worker it has not heard from in 15 s: a host
+    whose link is cut is found lost within a search's deadline."""
+    missing = _missing()
+    if missing is not None:
+        pytest.skip(missing)
+    with running_hosts(3, tmp_path, ttl="15s") as made:
         yield made
 
 
 @contextlib.contextmanager
-def running_hosts(count: int, tmp_path: Path):
-    """``count`` hosts and a scheduler, their logs and checkpoint folder under ``tmp_path``."""
+def running_hosts(count: int, tmp_path: Path, *, ttl: str = "60s"):
+    """``count`` hosts and a scheduler, their logs and checkpoint folder under ``tmp_path``;
+    the scheduler drops a worker it has not heard from in ``ttl``."""
     tag, subnet = f"{os.getpid() % 100000}", 10 + os.getpid() % 240
     folder = tmp_path / "search"
     folder.mkdir()
@@ -103,7 +130,7 @@ def running_hosts(count: int, tmp_path: Path):
     scheduler = f"tcp://{base}.1:8786"
     env = dict(
         os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="hs0",
-        DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL="15s",
+        DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL=ttl,
     )  # fmt: skip
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -116,6 +143,7 @@ def running_hosts(count: int, tmp_path: Path):
     try:
         spawn([dask, "scheduler", "--host", f"{base}.1", "--port", "8786", "--no-dashboard"],
               "scheduler")  # fmt: skip
+        _wait_for_port(f"{base}.1", 8786, seconds=120)  # a loaded machine starts it slowly
         names = [f"host-{i}" for i in range(count)]
         for i, space in enumerate(spaces):
             worker = (

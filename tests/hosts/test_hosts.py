@@ -47,10 +47,11 @@ class Plan(Policy):
 
 class Placed:
     """The runtime as the driver sees it, keeping its events, and for each Start the trial,
-    where it went and the checkpoint it restores from."""
+    where it went and the checkpoint it restored from (read at its first Result: a start
+    waits for the checkpoints still being written or copied when it came)."""
 
     def __init__(self, runtime):
-        self.runtime, self.events, self.starts = runtime, [], []
+        self.runtime, self.events, self._starts, self._waiting = runtime, [], [], {}
 
     def workers(self):
         return self.runtime.workers()
@@ -59,12 +60,22 @@ class Placed:
         self.runtime.execute(ins)
         if type(ins) is Start:
             tid = ins.trial_id
-            self.starts.append((tid, self.runtime.placement(tid), self.runtime.checkpoint(tid)))
+            self._waiting[tid] = len(self._starts)
+            self._starts.append([tid, self.runtime.placement(tid), None])
 
     def advance(self, until):
         events = self.runtime.advance(until)
         self.events += events
+        for e in events:
+            if type(e) is Result and e.trial_id in self._waiting:
+                self._starts[self._waiting.pop(e.trial_id)][2] = self.runtime.restored_from(
+                    e.trial_id
+                )
         return events
+
+    @property
+    def starts(self) -> list[tuple]:
+        return [tuple(s) for s in self._starts]
 
     @property
     def results(self) -> list[Result]:
@@ -104,7 +115,7 @@ def test_a_trial_resizes_and_moves_across_hosts_that_share_no_disk(hosts):
         placed = Placed(runtime)
         driver = Driver(
             Plan([1, 1, 2, 2, 1, 1], pause_after=4), placed, clock, iter([{"lr": 0.05}]),
-            deadline=120.0, max_epochs=6, mode="min",
+            deadline=600.0, max_epochs=6, mode="min",
         )  # fmt: skip
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always")
@@ -112,13 +123,13 @@ def test_a_trial_resizes_and_moves_across_hosts_that_share_no_disk(hosts):
             runtime.close()
     finally:
         client.close()
-    results = placed.results
-    assert [r.epoch for r in results] == [1, 2, 3, 4, 5, 6]  # each reported once, in order
+    results, others = placed.results, [e for e in placed.events if type(e) is not Result]
+    assert [r.epoch for r in results] == [1, 2, 3, 4, 5, 6], others  # each once, in order
     assert [r.workers for r in results] == [1, 1, 2, 2, 1, 1]
     assert all(r.info["replica_gap"] == 0.0 for r in results)  # the group agreed across hosts
-    (_, first, _), (_, resumed, restored) = placed.starts
+    (_, first, _), (_, resumed, restored) = placed.starts  # no other: no host was lost
     assert resumed[0] not in first  # resumed on a host that had not held it
-    assert restored is not None and restored.epoch >= 3  # copied here before it resumed
+    assert restored is not None and restored.epoch == 4  # the pause's: every epoch reported
     assert not [w for w in said if "restored" in str(w.message)]  # from its checkpoint
     # the kernel holds a copy of the last checkpoint and the best weights, and loads them
     assert written_checkpoint(str(hosts.folder), 0, at_most=6) is not None
@@ -137,7 +148,7 @@ def test_a_trial_moves_to_another_host_with_its_exact_weights(hosts):
         placed = Placed(runtime)
         driver = Driver(
             Plan([1], pause_after=3), placed, clock, iter([{"lr": 0.05}]),
-            deadline=120.0, max_epochs=6, mode="min", journal=True,
+            deadline=600.0, max_epochs=6, mode="min", journal=True,
         )  # fmt: skip
         driver.run()
         runtime.close()
@@ -149,10 +160,11 @@ def test_a_trial_moves_to_another_host_with_its_exact_weights(hosts):
     assert [r.info["digest"] for r in placed.results] == plain_digests({"lr": 0.05}, seed, 6)
 
 
-def test_a_host_cut_off_mid_search_loses_no_completed_work(hosts):
+def test_a_host_cut_off_mid_search_loses_no_completed_work(hosts_lost_soon):
     """Host 2's link goes down while it trains: its trial resumes on another host from the
     last checkpoint this kernel had a copy of, every epoch is reported once, and the search
     ends by its deadline."""
+    hosts = hosts_lost_soon
     client, watch = attached(hosts), Client(hosts.scheduler, timeout=60)
     try:
         clock = WallClock()

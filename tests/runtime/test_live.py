@@ -204,6 +204,27 @@ def test_a_placed_trial_waits_for_pause_checkpoints_and_copies_on_their_way():
     assert trial.unblocked(Task("b's last tenant's pause"))  # the last it waited for
 
 
+def test_a_start_restores_from_the_newest_checkpoint_known_at_launch_not_at_placing():
+    """Paused after epoch 4 while epoch 3's copy and the pause's checkpoint were on their
+    way: placed knowing only epoch 2's, it launches once both are in, from epoch 4's."""
+    ckpt = {e: Checkpoint(f"epoch-{e}", "0", 1, epoch=e) for e in (2, 3, 4)}
+    trial = LiveTrial(7, token=1, reported=4, ckpt=ckpt[2])
+    copy, pause = Task("copy of epoch 3"), Task("pause's checkpoint")
+    trial.fetching_home(copy)
+    trial.vacate(token=2, saving=pause)
+    trial.start({}, 1, token=3, now=5.0, restore=True)
+    trial.place(slots("c"))
+    assert set(trial.deps) == {copy.key, pause.key} and trial.ckpt is ckpt[2]
+    trial.saved(pause)
+    trial.note_ckpt(ckpt[4])  # the pause's, written (and copied home)
+    assert not trial.unblocked(pause)
+    trial.fetched(copy)
+    trial.note_ckpt(ckpt[3])  # older than the one known: kept out
+    assert trial.unblocked(copy)
+    trial.launch(sender([]), Clock(6.0))
+    assert trial.restored is ckpt[4]
+
+
 def test_a_launch_sends_every_rank_its_start_and_numbers_the_task():
     trial, log = LiveTrial(7, token=1), []
     trial.place(slots("a", "b"))
