@@ -23,6 +23,8 @@ same workers and for twice as many, and compared with what really happened:
 past half (the prior) and a new half; the search runs on the new half's configurations,
 and at D/2 the forecast of the best by D (same workers) is made twice, without and with
 ``prior=`` the past half, and scored as above, side by side, per trace and pooled.
+``--prior-from-next`` gives it instead the past half of another trace of its group (the
+next one listed): a prior of another model, to see what a wrong prior costs.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class Case:
     runs: int
     policy: str
     prior_split: bool = False
+    prior_from: str = ""  # the trace whose past half is the prior ("": this one's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +166,8 @@ class Split:
 
 def check_split(case: Case) -> Split:
     past, new = split_halves(load_trace(case.trace), seed=case.seed)
+    if case.prior_from:  # a prior of another model: the past half of another trace
+        past = split_halves(load_trace(case.prior_from), seed=case.seed)[0]
     seen = {}
 
     def look(driver: Driver) -> None:
@@ -256,12 +261,17 @@ def run_cases(doc: str, work, *, policy: str | None = None):
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     if policy is None:
         p.add_argument("--prior-split", action="store_true", help="score the forecast with a prior")
+        p.add_argument(
+            "--prior-from-next", action="store_true",
+            help="with --prior-split: the prior from the next trace of its group (a wrong prior)",
+        )  # fmt: skip
     args = p.parse_args()
     args.policy = policy or args.policy
     split = getattr(args, "prior_split", False)
     traces = available(args.traces.split(","))
+    other = next_in_group(traces) if getattr(args, "prior_from_next", False) else {}
     cases = [
-        Case(t, s, f, args.workers, args.runs, args.policy, split)
+        Case(t, s, f, args.workers, args.runs, args.policy, split, other.get(t, ""))
         for t in traces
         for s in range(args.seeds)
         for f in ((0.5,) if split else FRACTIONS)
@@ -299,6 +309,15 @@ def main() -> None:
         f"\nspeed on {traces[-1]}: 4 deadlines x 3 worker counts x 32 runs in {seconds:.2f} s "
         f"(target <= 2 s); one forecast run costs {ratio:.2f} x one whole simulated search"
     )
+
+
+def next_in_group(traces: list[str]) -> dict[str, str]:
+    """Each trace's neighbour in its group (shipped or not), in turn: its prior's source."""
+    groups = [
+        [t for t in traces if (find_trace(t).parent == SHIPPED) == shipped]
+        for shipped in (True, False)
+    ]
+    return {a: b for group in groups for a, b in zip(group, group[1:] + group[:1], strict=True)}
 
 
 def split_table(traces: list[str], rows: list[Split]) -> None:
