@@ -2,7 +2,7 @@
 
     python benchmarks/forecast_calibration.py [--traces digits-cnn,mnist1d-cnn,lcbench-126026,...]
                                               [--seeds 10] [--runs 32] [--policy hypersched]
-                                              [--workers 8] [--jobs 2]
+                                              [--workers 8] [--jobs 2] [--prior-split]
 
 On each trace (digits-cnn, mnist1d-cnn, mnist1d-cosine and the LCBench traces of
 ``../shared/traces``; an absent one is skipped with a note), for seeds 0-9, a simulated search with deadline D (the
@@ -18,6 +18,13 @@ same workers and for twice as many, and compared with what really happened:
 - Speed: a forecast of 4 deadlines x 3 worker counts x 32 runs from D/2 of the first trace,
   fastest of 3 (target <= 2 s on the 2-core machine), and its ratio to the simulator's own
   speed: the time of one forecast run over that of one whole simulated search to D.
+
+``--prior-split`` (issue 30): each trace is split by ``split_halves(trace, seed=s)`` into a
+past half (the prior) and a new half; the search runs on the new half's configurations,
+and at D/2 the forecast of the best by D (same workers) is made twice, without and with
+``prior=`` the past half, and scored as above, side by side, per trace and pooled.
+``--prior-from-next`` gives it instead the past half of another trace of its group (the
+next one listed): a prior of another model, to see what a wrong prior costs.
 """
 
 from __future__ import annotations
@@ -27,9 +34,11 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+import hypersched_nb
 from hypersched_nb.core.events import ScaleCluster, WorkersChanged
 from hypersched_nb.core.policies import create
 from hypersched_nb.experiment.driver import Driver
@@ -37,12 +46,14 @@ from hypersched_nb.experiment.forecast import Outlook, detach, forecast, offers_
 from hypersched_nb.experiment.simulate import SimSettings, simulate
 from hypersched_nb.sim.clock import VirtualClock
 from hypersched_nb.sim.runtime import SimRuntime, offers
-from hypersched_nb.sim.trace import Trace, find_trace, load_trace
+from hypersched_nb.sim.trace import Trace, find_trace, load_trace, split_halves
 
 DEFAULT_TRACES = ("digits-cnn", "mnist1d-cnn", "mnist1d-cosine") + tuple(
     f"lcbench-{task}" for task in (126026, 167152, 167181, 167190, 168910, 189909)
 )
 FRACTIONS = (0.25, 0.5)
+#: where the traces shipped with the package lie (the rest: $HYPERSCHED_TRACES, ../shared)
+SHIPPED = Path(hypersched_nb.__file__).resolve().parent / "traces"
 
 
 class PausedAt:
@@ -82,6 +93,8 @@ class Case:
     workers: int
     runs: int
     policy: str
+    prior_split: bool = False
+    prior_from: str = ""  # the trace whose past half is the prior ("": this one's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +130,9 @@ def search(trace: Trace, case: Case, *, workers_after=None, on_pause=None) -> fl
     return driver.run().best
 
 
-def check(case: Case) -> Checked:
+def check(case: Case) -> Checked | Split:
+    if case.prior_split:
+        return check_split(case)
     trace = load_trace(case.trace)
     seen = {}
 
@@ -133,6 +148,41 @@ def check(case: Case) -> Checked:
     real_double = search(trace, case, workers_after=2 * case.workers)
     same, double = seen["forecast"].outlooks
     return Checked(case, same, double, seen["best"], real_same, real_double)
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """One case of ``--prior-split``: the forecasts without and with the past half as the
+    prior, the best at the moment of the forecast, and the real best by the deadline (the
+    same for both: ``real_plain`` and ``real_prior``, as :func:`summary` reads them)."""
+
+    case: Case
+    plain: Outlook
+    prior: Outlook
+    best_then: float
+    real_plain: float
+    real_prior: float
+
+
+def check_split(case: Case) -> Split:
+    past, new = split_halves(load_trace(case.trace), seed=case.seed)
+    if case.prior_from:  # a prior of another model: the past half of another trace
+        past = split_halves(load_trace(case.prior_from), seed=case.seed)[0]
+    seen = {}
+
+    def look(driver: Driver) -> None:
+        standing = detach(
+            driver, now=driver.clock.now(), offers_left=offers_left(driver._inputs.offers)
+        )
+        for key, prior in (("plain", None), ("prior", past)):
+            asked = forecast(
+                standing, workers=[case.workers], runs=case.runs, seed=case.seed, prior=prior
+            )
+            seen[key] = asked.outlooks[0]
+        seen["best"] = driver.outcome.best
+
+    real = search(new, case, on_pause=look)
+    return Split(case, seen["plain"], seen["prior"], seen["best"], real, real)
 
 
 def summary(
@@ -209,14 +259,22 @@ def run_cases(doc: str, work, *, policy: str | None = None):
         p.add_argument("--policy", default="hypersched")
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    if policy is None:
+        p.add_argument("--prior-split", action="store_true", help="score the forecast with a prior")
+        p.add_argument(
+            "--prior-from-next", action="store_true",
+            help="with --prior-split: the prior from the next trace of its group (a wrong prior)",
+        )  # fmt: skip
     args = p.parse_args()
     args.policy = policy or args.policy
+    split = getattr(args, "prior_split", False)
     traces = available(args.traces.split(","))
+    other = next_in_group(traces) if getattr(args, "prior_from_next", False) else {}
     cases = [
-        Case(t, s, f, args.workers, args.runs, args.policy)
+        Case(t, s, f, args.workers, args.runs, args.policy, split, other.get(t, ""))
         for t in traces
         for s in range(args.seeds)
-        for f in FRACTIONS
+        for f in ((0.5,) if split else FRACTIONS)
     ]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, min(args.jobs, 2))) as pool:
@@ -227,6 +285,9 @@ def run_cases(doc: str, work, *, policy: str | None = None):
 
 def main() -> None:
     args, traces, rows = run_cases(__doc__, check)
+    if args.prior_split:
+        split_table(traces, rows)
+        return
     print("trace              workers  coverage (70-90%)  MAE / naive MAE (<= 0.5): mean, median")
     for name in [*traces, "pooled"]:
         mine = [r for r in rows if name in ("pooled", r.case.trace)]
@@ -248,6 +309,32 @@ def main() -> None:
         f"\nspeed on {traces[-1]}: 4 deadlines x 3 worker counts x 32 runs in {seconds:.2f} s "
         f"(target <= 2 s); one forecast run costs {ratio:.2f} x one whole simulated search"
     )
+
+
+def next_in_group(traces: list[str]) -> dict[str, str]:
+    """Each trace's neighbour in its group (shipped or not), in turn: its prior's source."""
+    groups = [
+        [t for t in traces if (find_trace(t).parent == SHIPPED) == shipped]
+        for shipped in (True, False)
+    ]
+    return {a: b for group in groups for a, b in zip(group, group[1:] + group[:1], strict=True)}
+
+
+def split_table(traces: list[str], rows: list[Split]) -> None:
+    """Coverage and error ratio without and with the prior, per trace and pooled."""
+    print("at 0.5 of the deadline, same workers      without prior       with the past half")
+    print("trace              cases   coverage  MAE / naive     coverage  MAE / naive")
+    shipped = {t for t in traces if find_trace(t).parent == SHIPPED}
+    groups = {"shipped": shipped, "shared": set(traces) - shipped, "pooled": set(traces)}
+    for name in [*traces, *groups]:
+        mine = [r for r in rows if r.case.trace in groups.get(name, {name})]
+        if not mine:
+            continue
+        plain, prior = summary(mine, "plain"), summary(mine, "prior")
+        print(
+            f"{name:18s} {plain[4]:4d}     {plain[0]:6.0%}    {plain[3]:5.2f}          "
+            f"{prior[0]:6.0%}    {prior[3]:5.2f} ({prior[1]:.4f} / {prior[2]:.4f})"
+        )
 
 
 if __name__ == "__main__":

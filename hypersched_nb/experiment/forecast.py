@@ -25,7 +25,9 @@ the same driver loop and the same policy code as the search itself:
    configuration better than all of them, which is where a search's best often comes
    from, and the gaps between the best values are the search's own measure of how far the
    next best may lie. Before any result, whole curves of a ``prior`` trace are drawn
-   instead.
+   instead; after, a prior's curves are weighed against the search's own, for untried
+   configurations and for the shapes of the trials' continuations
+   (:mod:`~hypersched_nb.experiment._futures`).
 3. **Simulate** (:func:`forecast`): each run loads the pickled driver afresh, seats its
    trials on a :class:`~hypersched_nb.sim.resume.ResumedRuntime` as they stand (epochs done,
    workers held, the epoch in flight) on a virtual clock set to now, and runs the driver's
@@ -129,7 +131,7 @@ class Forecast:
     best: float
     margin: float
     runs: int
-    basis: str  # "search" or "prior"
+    basis: str  # "search", "search and prior", or "prior"
     early_signal: str | None = None  # told to the policy's clones (None: as it stands)
     started: datetime | None = None  # the search's wall time at clock 0 (None: virtual)
     # every run's best, (workers asked, runs, deadlines asked): what a view compares with a
@@ -140,6 +142,8 @@ class Forecast:
     def note(self) -> str:
         if self.basis == "prior":
             return "drawn from the prior alone: the search has no result yet"
+        if self.basis == "search and prior":
+            return f"drawn from the search at {self.now:.0f}s and the prior"
         return f"drawn from the search at {self.now:.0f}s"
 
     def frame(self):

@@ -325,3 +325,97 @@ def test_a_trial_seen_for_one_epoch_continues_as_its_nearest_neighbours_did():
     assert np.abs(at_chance[:, -1] - 0.105).max() < 0.03  # stays at chance, as its five did
     assert np.median(learning[:, -1]) == pytest.approx(0.51 + 0.35, abs=0.03)  # climbs as they
     assert (np.diff(learning[:, 1:].mean(axis=1)) >= 0).all()  # run r: the r-th lowest path
+
+
+# -- a prior: a past search of the same model --------------------------------------------
+
+
+def test_without_a_prior_the_forecast_is_the_one_it_was_before_priors_came(halted):
+    frame = halted.forecast(["+1m", "+3m"], [2, 4], runs=8, seed=5)
+    assert (
+        frame[["expected", "p10", "p90"]].to_numpy().round(6).tolist()
+        == [[0.817161, 0.739654, 0.900829]] * 4
+    )  # the numbers of the forecast before it read a prior after the first results
+    assert frame.attrs["note"] == "drawn from the search at 80s"
+
+
+def test_a_prior_changes_the_forecast_after_the_first_results_too(halted):
+    plain = halted.forecast(["+1m"], runs=16, seed=1)
+    told = halted.forecast(["+1m"], runs=16, seed=1, prior=tiny_trace())
+    assert told.attrs["note"] == "drawn from the search at 80s and the prior"
+    assert not np.allclose(plain[["p10", "median", "p90"]], told[["p10", "median", "p90"]])
+    assert (told.p10 >= halted.best.metric).all()  # the best so far is still kept
+
+
+def _searched(curves, max_epochs=12):
+    from types import SimpleNamespace
+
+    from hypersched_nb.core.trial import TrialState
+    from hypersched_nb.experiment.forecast import TrialSeen
+
+    trials = tuple(
+        TrialSeen(i, TrialState.PAUSED, tuple(c), 10.0, 0, None, 0) for i, c in enumerate(curves)
+    )
+    return SimpleNamespace(reported=True, trials=trials, max_epochs=max_epochs, mode="max")
+
+
+def _prior_of(curves):
+    from hypersched_nb.sim.trace import Trace
+
+    ids = tuple(range(len(curves)))
+    return Trace(
+        "past", ids, {i: np.asarray(c, dtype=float) for i, c in zip(ids, curves, strict=True)},
+        {i: np.ones(len(c)) for i, c in zip(ids, curves, strict=True)}, {i: {} for i in ids},
+    )  # fmt: skip
+
+
+def test_the_weight_of_the_prior_falls_as_the_search_sees_more_of_its_own_curves():
+    from hypersched_nb.experiment.forecast import foresee
+
+    rng, epochs = np.random.default_rng(0), np.arange(1, 13)
+    prior = _prior_of([0.8 - 0.4 / epochs + rng.normal(0, 0.003, 12) for _ in range(20)])
+    own = [0.7 - 0.4 / epochs + rng.normal(0, 0.003, 12) for _ in range(40)]
+
+    def weight(curves):
+        return foresee(_searched(curves), runs=8, seed=0, prior=prior).prior_weight
+
+    few_short = weight([c[:2] for c in own[:4]])
+    many_short = weight([c[:2] for c in own])
+    many_long = weight([c[:8] for c in own])
+    assert 1.0 > few_short > many_short > many_long > 0.0
+    assert foresee(_searched(own[:4]), runs=8, seed=0).prior_weight == 0.0  # no prior: none
+
+
+def test_curves_continue_as_the_nearest_curves_of_the_prior_went_on():
+    from hypersched_nb.experiment.forecast import foresee
+
+    rng, epochs = np.random.default_rng(0), np.arange(1, 13)
+    # the past search's curves rise to epoch 4, then stay: a plateau the predictor, from
+    # four rising points, cannot know of
+    plateau = [np.minimum(0.2 + 0.1 * epochs, 0.6) + rng.normal(0, 0.002, 12) for _ in range(30)]
+    rising = [0.3, 0.4, 0.5, 0.6]
+    searched = _searched([rising])
+    alone = foresee(searched, runs=32, seed=0).own[0].metrics[:, -1]
+    told = foresee(searched, runs=32, seed=0, prior=_prior_of(plateau)).own[0].metrics[:, -1]
+    assert np.median(alone) > 0.7  # the predictor carries the rise on
+    assert np.median(told) == pytest.approx(0.6, abs=0.02)  # the prior says it stops
+
+
+def test_untried_configurations_are_drawn_from_the_prior_by_its_weight():
+    from hypersched_nb.experiment.forecast import foresee
+
+    epochs = np.arange(1, 13)
+    prior = _prior_of([np.full(12, 0.9) for _ in range(10)])  # a past search's curves: 0.9
+    futures = foresee(_searched([0.5 - 0.1 / epochs]), runs=4, seed=0, prior=prior)
+    rng = np.random.default_rng(0)
+    finals = np.array([futures.draw_new(rng, 0)[0][-1] for _ in range(400)])
+    assert (finals == 0.9).mean() == pytest.approx(futures.prior_weight, abs=0.06)
+
+
+def test_a_prior_given_as_a_past_search_is_read_for_its_curves():
+    from types import SimpleNamespace
+
+    from hypersched_nb.experiment.forecast import prior_trace
+
+    trace = tiny_trace()
+    assert prior_trace(SimpleNamespace(trace=trace), metric="acc", mode="max") is trace
