@@ -60,8 +60,9 @@ class Experiment:
     worker), billed for the workers the cluster has, from when they arrive to when they are
     retired. ``step_timeout``: seconds an epoch may run before its worker is restarted and
     the trial goes back to its checkpoint (``"auto"``: 10 × the trial's median epoch, at
-    least 60 s; None: no bound). ``prior``: a past search of the same model (its folder, an ``Experiment``, a
-    trace), read as :mod:`hypersched_nb.experiment.prior` says, for the policy and forecast.
+    least 60 s; None: no bound). ``prior``: a past search of the same model (its folder,
+    an ``Experiment``, a trace), read as :mod:`hypersched_nb.experiment.prior` says, for
+    the policy and the forecast.
     """
 
     def __init__(
