@@ -46,6 +46,7 @@ __all__ = [
     "PrepTag",
     "ReleaseTag",
     "SaveTag",
+    "ShipTag",
     "Task",
     "TaskBoard",
     "WarmTag",
@@ -92,6 +93,16 @@ class FetchTag:
 
 
 @dataclass(frozen=True, slots=True)
+class ShipTag:
+    """Reading a checkpoint's files on a worker whose disk holds it, for the start of trial
+    ``trial_id`` on another worker: Dask moves the result between the two (see
+    :mod:`~hypersched_nb.runtime._transfers`); nothing here reads it."""
+
+    trial_id: int
+    outlives_board: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
 class ReleaseTag:
     """Freeing a worker of a trial's replica."""
 
@@ -112,7 +123,7 @@ class WarmTag:
     outlives_board: ClassVar[bool] = False
 
 
-Tag = EpochTag | PrepTag | SaveTag | FetchTag | ReleaseTag | WarmTag
+Tag = EpochTag | PrepTag | SaveTag | FetchTag | ShipTag | ReleaseTag | WarmTag
 
 
 @dataclass(frozen=True, slots=True)

@@ -174,8 +174,8 @@ class LiveTrial:
 
     def place(self, slots: list[Slot]) -> None:
         """IDLE or QUEUED -> PREPARING on ``slots``: its start waits for a pause's
-        checkpoint still being written (its own, or their last tenant's) and for the
-        checkpoints on their way to the client."""
+        checkpoint still being written (its own, or their last tenant's), never for a copy
+        of one on its way to the client."""
         move(self, "place")
         self._hold(slots)
 
@@ -279,11 +279,9 @@ class LiveTrial:
         return not self.deps
 
     def fetching_home(self, task) -> None:
-        """``task`` copies one of its checkpoints to the client; a start being prepared
-        restores from it, so waits for it."""
+        """``task`` copies one of its checkpoints to the client, in the background: no
+        start waits for it (the checkpoint reaches a worker from its writer's disk)."""
         self.fetching[task.key] = task
-        if self.phase is Phase.PREPARING:
-            self.deps[task.key] = task
 
     def fetched(self, task) -> None:
         """``task``, copying a checkpoint to the client, is over (done or not)."""
@@ -303,11 +301,18 @@ class LiveTrial:
         if self.ckpt is None or ckpt.epoch >= self.ckpt.epoch:
             self.ckpt = ckpt
 
+    def fall_back(self, ckpt: Checkpoint | None) -> None:
+        """Its last checkpoint is out of reach (no live worker has its disk: its host was
+        lost): it restores from ``ckpt``, an older one, or from none, instead."""
+        if ckpt is not None and self.ckpt is not None and ckpt.epoch > self.ckpt.epoch:
+            raise _refused(self, "fall forward")
+        self.ckpt = ckpt
+
     # ------------------------------------------------------------------ helpers
 
     def _hold(self, slots: list[Slot]) -> None:
         self.slots, self.rendezvous = slots, None
-        waits = [self.saving, *(s.save for s in slots), *self.fetching.values()]
+        waits = [self.saving, *(s.save for s in slots)]
         self.deps = {task.key: task for task in waits if task is not None}
 
     def _sent(self, send: Send, *, starting: bool, epochs: int) -> None:

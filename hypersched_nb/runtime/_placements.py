@@ -7,10 +7,10 @@ checkpoint and free a trial's replicas. It hears nothing back itself: the runtim
 when a task a start waits for is done (:meth:`Placements.prepared`), and of every checkpoint
 a worker wrote (:meth:`Placements.keep`).
 
-Checkpoints and disks: the client's checkpoint folder is the ``home`` store. A checkpoint a
-worker wrote elsewhere (a host with a disk of its own) is known to the client only once a
-task has copied it home (:data:`FetchTag`); a trial's next start waits for those copies,
-and a start on a worker whose disk lacks its checkpoint is sent the bytes with its task.
+Checkpoints and disks: a checkpoint is the trial's own as soon as its epoch is reported (or
+its pause's or hand-over's task returned); a start on a worker whose disk lacks it gets its
+bytes from a worker that has them, through Dask, and this kernel keeps copies in the
+background only (see :mod:`~hypersched_nb.runtime._transfers`).
 
 A single-worker trial whose epochs are short trains a batch of them per task
 (:func:`~hypersched_nb.runtime._live.batch_size` of its last step's seconds); a trial on
@@ -31,7 +31,6 @@ from hypersched_nb.runtime import _worker
 from hypersched_nb.runtime._bests import BestWeights
 from hypersched_nb.runtime._board import (
     EpochTag,
-    FetchTag,
     PrepTag,
     ReleaseTag,
     SaveTag,
@@ -41,13 +40,8 @@ from hypersched_nb.runtime._board import (
 from hypersched_nb.runtime._live import LiveTrial, Phase, batch_size
 from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, StartSpec
 from hypersched_nb.runtime._slots import Slot, Slots
-from hypersched_nb.runtime.checkpoint import (
-    Checkpoint,
-    CheckpointError,
-    prune_checkpoints,
-    read_files,
-    write_files,
-)
+from hypersched_nb.runtime._transfers import Transfers
+from hypersched_nb.runtime.checkpoint import Checkpoint
 from hypersched_nb.train.context import trial_seed
 
 __all__ = ["Placements"]
@@ -84,6 +78,7 @@ class Placements:
         self._factory, self._seed, self._group_timeout = factory, seed, group_timeout
         self._dir, self._overhead, self._bests = directory, overhead, bests
         self._home = home
+        self.transfers = Transfers(board, slots, directory=directory, home=home, bests=bests)
         self.trials: dict[int, LiveTrial] = {}
         self._queued: list[int] = []  # trials started while too few slots were free
         # placement tokens, unique to this board: a late task of another search on the same
@@ -154,8 +149,10 @@ class Placements:
         t.resize(new, token=next(self._count), now=self._clock.now())
         group = workers > 1
         if ahead and not t.current:  # its replica ran past the epochs reported: rebuild them
+            self._settle(t)
+            files = self.transfers.files_for(tid, t.ckpt, old[0], {})
             t.wait_for(self._board.submit(
-                _worker.rewind, self._spec(t, 0, 1), t.ckpt, rendezvous=group,
+                _worker.rewind, self._spec(t, 0, 1), t.ckpt, files, rendezvous=group,
                 slot=old[0], tag=PrepTag(tid, t.token), name=f"hs-resize-{tid}",
             ))  # fmt: skip
         elif not t.current or group:
@@ -234,47 +231,27 @@ class Placements:
 
     def keep(self, t: LiveTrial, ckpt: Checkpoint, slot: Slot, *, best: float | None = None):
         """Note ``ckpt``, written for trial ``t`` by ``slot``'s worker (``best``: the metric
-        whose weights it holds; None: the trial's own checkpoint): at once if it is on the
-        client's disk, else once a copy is home (:meth:`fetched`)."""
-        if ckpt.store is not None and ckpt.store == self._home:
-            self._note(t, ckpt, best)
-            return
-        fut = self._board.submit(
-            _worker.fetch, ckpt.url, slot=slot, tag=FetchTag(t.tid, ckpt, best),
-            name=f"hs-fetch-{t.tid}",
-        )  # fmt: skip
-        t.fetching_home(fut)  # a start being prepared restores from this one: it waits
+        whose weights it holds; None: the trial's own checkpoint). The trial's own is noted
+        at once (its writer's disk holds it); a best is offered once this kernel can read
+        it. Either is copied here in the background unless written here."""
+        here = ckpt.store is not None and ckpt.store == self._home
+        if best is None and ckpt.epoch <= t.reported:  # not of a run since started over
+            t.note_ckpt(ckpt)
+        if not here:
+            self.transfers.copy_home(t, ckpt, slot, best)
+        elif best is not None:
+            self._bests.offer(t.tid, ckpt, best)
 
     def fetched(self, task: Task, out: dict | Failed | None) -> None:
-        """A checkpoint's bytes came from its worker (``out``; a Failed or None: they did not,
-        and the client goes on with the checkpoint it knew before): written home, then noted."""
-        tag, fut = task.tag, task.future
-        t = self.trials[tag.trial_id]
-        t.fetched(fut)
-        if isinstance(out, dict) and _written(out):
-            self._note(t, tag.ckpt, tag.best)
-            if tag.best is None and t.ckpt is not None:  # older copies are of no more use
-                prune_checkpoints(self._dir, t.tid, {t.ckpt.url})
-        self._unblock(fut)
+        """A copy of a checkpoint came from its worker (``out``; a Failed or None: it did
+        not, and this kernel goes on with the copies it had): written here, then noted."""
+        self.transfers.copied(self.trials[task.tag.trial_id], task, out)
 
-    def _note(self, t: LiveTrial, ckpt: Checkpoint, best: float | None) -> None:
-        if best is not None:
-            self._bests.offer(t.tid, ckpt, best)
-        elif ckpt.epoch <= t.reported:  # not of a run the trial has since started over
-            t.note_ckpt(ckpt)
-
-    def _files_for(self, ckpt: Checkpoint | None, slot: Slot):
-        """The bytes of ``ckpt`` sent ahead to ``slot``'s worker, when its disk may lack it
-        (a future; None: none needed, or none to send)."""
-        if ckpt is None or (ckpt.store is not None and ckpt.store == slot.store):
-            return None
-        try:
-            files = read_files(ckpt.url)
-            return self._board.client.scatter(
-                [files], workers=[slot.addr], hash=False, timeout=self._board.fetch_timeout
-            )[0]
-        except (CheckpointError, OSError, TimeoutError):
-            return None  # the worker restores an earlier one, or none, and says so
+    def _settle(self, t: LiveTrial) -> None:
+        """Restore from the newest checkpoint within reach (see ``Transfers.source``)."""
+        source = self.transfers.source(t)
+        if source is not t.ckpt:
+            t.fall_back(source)
 
     def _unblock(self, fut) -> None:
         """Launch the trials that waited for ``fut`` alone."""
@@ -312,10 +289,17 @@ class Placements:
         return batching
 
     def _launch(self, t: LiveTrial) -> None:
+        self._settle(t)
+        shipped: dict = {}  # one read of the checkpoint serves every rank on another disk
+        files = [self.transfers.files_for(t.tid, t.ckpt, s, shipped, near=t.slots) for s in t.slots]
+        # the ranks on the checkpoint's own disk start after its read too: a worker of the
+        # group that reads it for the others must do so before its rank waits for theirs
+        after = self.transfers.reads(shipped)
+
         def send(rank: int, slot: Slot, seq: int):
             return self._board.submit(
                 _worker.start, self._spec(t, rank, len(t.slots)), t.ckpt, t.rendezvous,
-                self._board.topic, self._files_for(t.ckpt, slot),
+                self._board.topic, files[rank], None if files[rank] else after,
                 slot=slot, tag=EpochTag(t.tid, t.token, rank, seq), name=f"hs-start-{t.tid}",
             )  # fmt: skip
 
@@ -344,12 +328,3 @@ class Placements:
     def _save_spec(self, t: LiveTrial) -> SaveSpec:
         keep = t.ckpt.url if t.ckpt else None
         return SaveSpec(self._dir, self._overhead, keep, self._bests.bar(), self._board.topic)
-
-
-def _written(files: dict) -> bool:
-    """Write ``files`` on the client's disk; False if they could not be (a full disk)."""
-    try:
-        write_files(files)
-    except OSError:
-        return False
-    return True

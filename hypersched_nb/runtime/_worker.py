@@ -98,16 +98,19 @@ def start(
     ckpt: Checkpoint | None,
     rendezvous: Rendezvous | None,
     topic: str | None = None,
-    files: Mapping[str, bytes] | None = None,
+    files: Mapping[str, bytes] | Failed | None = None,
+    after: object = None,
 ) -> Epoch | Failed:
     """Build the replica of rank ``spec.rank``, restore ``ckpt`` (after writing ``files``,
-    its bytes, when this worker's disk lacks it), train again the epochs reported since it
-    (``spec.replay``), then train one epoch; the outcome is also sent as an event on
-    ``topic`` (a hop sooner than the task's result)."""
+    its bytes, when this worker's disk lacks it: read on a worker whose disk has it, and
+    moved here by Dask), train again the epochs reported since it (``spec.replay``), then
+    train one epoch; the outcome is also sent as an event on ``topic`` (a hop sooner than
+    the task's result). ``after`` is not used: its futures, reads of the checkpoint for the
+    other ranks, make this task start after them (a read on this worker would otherwise
+    wait behind a rank that waits for the others at its rendezvous)."""
     evict()
     try:
-        if files:
-            write_files(files)
+        _write(files)
         rep = build(spec, ckpt, rendezvous)
     except Exception:  # noqa: BLE001 - the user's code: its traceback goes back to the driver
         teardown(spec.trial_id, group=spec.world > 1)
@@ -115,13 +118,21 @@ def start(
     return _report(topic, _epoch(rep, spec.save))
 
 
-def rewind(spec: StartSpec, ckpt: Checkpoint | None, *, rendezvous: bool) -> Handover | Failed:
+def rewind(
+    spec: StartSpec,
+    ckpt: Checkpoint | None,
+    files: Mapping[str, bytes] | Failed | None = None,
+    *,
+    rendezvous: bool,
+) -> Handover | Failed:
     """Rank 0's side of a resize decided while its batch trained ahead of the epochs
-    reported (a single worker): build the replica again from ``ckpt``, train again the
-    ``spec.replay`` epochs since it (on one worker, as they were reported), checkpoint it and
-    free the worker; then pick the port of the new group's rendezvous (``rendezvous``)."""
+    reported (a single worker): build the replica again from ``ckpt`` (its ``files`` written
+    first, as for :func:`start`), train again the ``spec.replay`` epochs since it (on one
+    worker, as they were reported), checkpoint it and free the worker; then pick the port of
+    the new group's rendezvous (``rendezvous``)."""
     evict()
     try:
+        _write(files)
         out = Handover(ckpt=checkpoint_now(build(spec, ckpt, None), spec.save))
     except Exception:  # noqa: BLE001 - the user's code: its traceback goes back to the driver
         out = Failed(traceback.format_exc())
@@ -236,6 +247,13 @@ def resident() -> dict[int, Resident]:
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def _write(files: Mapping[str, bytes] | Failed | None) -> None:
+    """Write a checkpoint's files sent from another disk (a Failed: they could not be read
+    there; the restore then falls back to an earlier checkpoint, and says so)."""
+    if isinstance(files, Mapping) and files:
+        write_files(files)
 
 
 def _report(topic: str | None, out: Epoch | Failed) -> Epoch | Failed:

@@ -17,10 +17,10 @@ the client names in ``SaveSpec.keep``; so whichever epoch of a batch the client 
 of, its checkpoint is still there to resume from.
 
 Stores: every checkpoint records the store it went to (its worker's disk, named by
-:func:`~hypersched_nb.runtime.checkpoint.store_id`). When that is not the kernel's,
-:func:`fetch` hands its bytes to the client, which keeps a copy; a start on a worker whose
-disk lacks the checkpoint is sent the bytes with its task, and writes them before it
-restores. A host that goes away thus takes no checkpoint the client had heard of with it.
+:func:`~hypersched_nb.runtime.checkpoint.store_id`). A start on a worker whose disk lacks
+it is sent the bytes :func:`fetch` read on a worker whose disk has it, moved between the two
+by Dask, and writes them before it restores; the client keeps copies in the background (see
+:mod:`~hypersched_nb.runtime._transfers`).
 
 Best rule (rank 0 only): an epoch whose metric beats the best whose weights the client kept
 when it sent the task also writes the weights apart

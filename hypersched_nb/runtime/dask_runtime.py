@@ -52,7 +52,8 @@ The parts: :class:`~hypersched_nb.runtime._placements.Placements` turns instruct
 those tasks; each trial moves through its phases, and their effects, in one place
 (:class:`~hypersched_nb.runtime._live.LiveTrial`); this class turns what comes back into the
 driver's events; :class:`~hypersched_nb.runtime._members.Members` follows the cluster's
-workers, :mod:`~hypersched_nb.runtime._stores` their checkpoint stores and
+workers, :mod:`~hypersched_nb.runtime._stores` their checkpoint stores,
+:mod:`~hypersched_nb.runtime._transfers` how checkpoints go between them, and
 :mod:`~hypersched_nb.runtime._timeouts` how long an epoch may run;
 :class:`~hypersched_nb.runtime._bests.BestWeights` keeps the best weights; what the client
 and the workers send each other is in :mod:`hypersched_nb.runtime._messages`.
@@ -64,6 +65,7 @@ What comes back is turned into the driver's events by
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -80,6 +82,7 @@ from hypersched_nb.runtime._outcomes import Outcomes
 from hypersched_nb.runtime._placements import Placements
 from hypersched_nb.runtime._slots import Slots
 from hypersched_nb.runtime._stores import home_store, probe_stores
+from hypersched_nb.runtime._transfers import Traffic
 from hypersched_nb.runtime.checkpoint import (
     BestCheckpoint,
     Checkpoint,
@@ -116,8 +119,8 @@ class DaskRuntime:
     ``metric`` names the entry of ``step()``'s dict reported to the policy (a ``"done"``
     entry that is true ends the trial) and ``mode`` ("max" or "min") which way is better;
     ``checkpoint_dir`` is a folder (made absolute here; a host without this kernel's disk
-    has its own under that name, and its checkpoints travel through Dask: see
-    :mod:`~hypersched_nb.runtime._placements`) or an fsspec URL that every worker reaches;
+    has its own under that name, and its checkpoints travel from worker to worker through
+    Dask: see :mod:`~hypersched_nb.runtime._transfers`) or an fsspec URL that every worker reaches;
     ``seed`` and the trial id give each trial's ``ctx.seed``;
     ``step_timeout`` bounds one epoch, also within a batch: seconds, ``"auto"`` (a multiple
     of the trial's median epoch) or None; an epoch past it has its workers restarted and
@@ -276,16 +279,20 @@ class DaskRuntime:
 
     def _bring_home(self) -> None:
         """Wait for the copies of checkpoints still on their way to this kernel (the last
-        best's weights, say), up to ``fetch_timeout`` in all."""
-        pending = [key for t in self._trials.values() for key in t.fetching]
-        tasks = [task for task in map(self._board.finish, pending) if task is not None]
+        best's weights, a trial's newest checkpoint, and those queued behind them), up to
+        ``fetch_timeout`` in all."""
         end = time.monotonic() + self._board.fetch_timeout
-        for task in tasks:
-            try:
-                task.future.result(timeout=max(0.0, end - time.monotonic()))
-            except Exception:  # noqa: BLE001, S110 - not done in time, or failed: not copied
-                pass
-            self._placements.fetched(task, self._board.fetch(task.future))
+        while time.monotonic() < end:
+            pending = [key for t in self._trials.values() for key in t.fetching]
+            tasks = [task for task in map(self._board.finish, pending) if task is not None]
+            if not tasks:
+                return
+            for task in tasks:
+                try:
+                    task.future.result(timeout=max(0.0, end - time.monotonic()))
+                except Exception:  # noqa: BLE001, S110 - not done in time, or failed: not copied
+                    pass
+                self._placements.fetched(task, self._board.fetch(task.future))
 
     # ------------------------------------------------------------------ introspection
 
@@ -298,6 +305,12 @@ class DaskRuntime:
         """The last durable checkpoint of trial ``trial_id``."""
         t = self._trials.get(trial_id)
         return None if t is None else t.ckpt
+
+    def checkpoint_traffic(self) -> Traffic:
+        """The checkpoint bytes that passed through this kernel so far: sent for a start
+        (only after a lost host), copied here in the background; and how many checkpoints
+        went from worker to worker without it (see :mod:`~hypersched_nb.runtime._transfers`)."""
+        return self._placements.transfers.traffic
 
     def restored_from(self, trial_id: int) -> Checkpoint | None:
         """The checkpoint the last start or resize of trial ``trial_id`` to reach its
@@ -320,6 +333,8 @@ class DaskRuntime:
         directory, adopted = self._directory, {}
         for tid, reported in trials.items():
             ckpt = written_checkpoint(directory, tid, at_most=reported)
+            if ckpt is not None:  # found on this kernel's disk, wherever it was written
+                ckpt = dataclasses.replace(ckpt, store=self._home)
             self._trials[tid] = LiveTrial(tid, 0, reported=reported, ckpt=ckpt)
             adopted[tid] = ckpt.epoch if ckpt else 0
         for best in sorted(written_bests(directory, self.metric), key=lambda b: b.epoch):

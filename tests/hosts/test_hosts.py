@@ -1,6 +1,7 @@
 """A search on several hosts that share no disk (see ``conftest.py``): checkpoints travel
-through Dask, a trial migrates and resizes across hosts, the kernel loads the best weights,
-and a host whose link is cut mid-search costs no completed work."""
+from worker to worker through Dask, never through this kernel, as a trial migrates and
+resizes across hosts; the kernel loads the best weights it copied in the background, and a
+host whose link is cut mid-search costs no completed work."""
 
 import threading
 import time
@@ -106,8 +107,9 @@ def plain_digests(config: dict, seed: int, epochs: int) -> list[str]:
 
 def test_a_trial_resizes_and_moves_across_hosts_that_share_no_disk(hosts):
     """Epochs 3-4 on two hosts (one process group across them); paused after epoch 4 and
-    resumed on the third host, whose disk never held its checkpoint: the bytes come
-    through Dask, and it goes on from them, not from the start."""
+    resumed on the third host, whose disk never held its checkpoint: the bytes come from
+    the host that wrote them, through Dask and not this kernel, and it goes on from them,
+    not from the start."""
     client = attached(hosts)
     try:
         clock = WallClock()
@@ -127,10 +129,13 @@ def test_a_trial_resizes_and_moves_across_hosts_that_share_no_disk(hosts):
     assert [r.epoch for r in results] == [1, 2, 3, 4, 5, 6], others  # each once, in order
     assert [r.workers for r in results] == [1, 1, 2, 2, 1, 1]
     assert all(r.info["replica_gap"] == 0.0 for r in results)  # the group agreed across hosts
-    (_, first, _), (_, resumed, restored) = placed.starts  # no other: no host was lost
+    assert len(placed.starts) == 2, (placed.starts, others)  # no other: no host was lost
+    (_, first, _), (_, resumed, restored) = placed.starts
     assert resumed[0] not in first  # resumed on a host that had not held it
     assert restored is not None and restored.epoch == 4  # the pause's: every epoch reported
     assert not [w for w in said if "restored" in str(w.message)]  # from its checkpoint
+    traffic = runtime.checkpoint_traffic()  # the resize's second host, then the move
+    assert traffic.sent == 0 and traffic.shipped >= 2  # from worker to worker
     # the kernel holds a copy of the last checkpoint and the best weights, and loads them
     assert written_checkpoint(str(hosts.folder), 0, at_most=6) is not None
     best = runtime.best_checkpoint()
@@ -157,6 +162,8 @@ def test_a_trial_moves_to_another_host_with_its_exact_weights(hosts):
         client.close()
     (_, first, _), (_, resumed, _) = placed.starts
     assert first != resumed
+    traffic = runtime.checkpoint_traffic()
+    assert traffic.sent == 0 and traffic.shipped >= 1  # from worker to worker
     assert [r.info["digest"] for r in placed.results] == plain_digests({"lr": 0.05}, seed, 6)
 
 
@@ -196,6 +203,7 @@ def test_a_host_cut_off_mid_search_loses_no_completed_work(hosts_lost_soon):
     assert cut_off == ["host-2"] and resumed != ["host-2"]
     restored = [ckpt for t, _, ckpt in placed.starts if t == tid][1]
     assert restored is not None and before[-1] - 1 <= restored.epoch <= before[-1]
+    assert runtime.checkpoint_traffic().sent > 0  # no worker has its disk: this kernel's copy
     for t in driver.trials.values():  # every epoch of every trial, once, in order
         assert t.state is TrialState.TERMINATED
         assert [r.epoch for r in placed.results if r.trial_id == t.trial_id] == list(range(1, 11))

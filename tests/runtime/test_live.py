@@ -189,40 +189,45 @@ def test_a_start_on_a_trial_that_holds_workers_is_refused():
     assert trial.token == 2  # untouched
 
 
-def test_a_placed_trial_waits_for_pause_checkpoints_and_copies_on_their_way():
+def test_a_placed_trial_waits_for_pause_checkpoints_but_never_for_copies_home():
     trial, (a, b) = LiveTrial(7, token=1), slots("a", "b")
     b.save = Task("b's last tenant's pause")
-    trial.fetching_home(Task("copy home"))  # IDLE: noted, but no start waits yet
-    assert trial.deps == {}
+    trial.fetching_home(Task("copy home"))  # in the background: nothing waits for it
     trial.place([a, b])
     assert trial.phase is PREPARING and trial.slots == [a, b] and trial.rendezvous is None
-    assert set(trial.deps) == {"b's last tenant's pause", "copy home"}
+    assert set(trial.deps) == {"b's last tenant's pause"}
+    trial.fetching_home(Task("another copy home"))
+    assert set(trial.deps) == {"b's last tenant's pause"}
     trial.wait_for(Task("port"))
-    assert not trial.unblocked(Task("port"))  # still waits for two others
+    assert not trial.unblocked(Task("port"))  # still waits for the pause
     assert not trial.unblocked(Task("unrelated"))
-    assert not trial.unblocked(Task("copy home"))
     assert trial.unblocked(Task("b's last tenant's pause"))  # the last it waited for
 
 
 def test_a_start_restores_from_the_newest_checkpoint_known_at_launch_not_at_placing():
-    """Paused after epoch 4 while epoch 3's copy and the pause's checkpoint were on their
-    way: placed knowing only epoch 2's, it launches once both are in, from epoch 4's."""
-    ckpt = {e: Checkpoint(f"epoch-{e}", "0", 1, epoch=e) for e in (2, 3, 4)}
-    trial = LiveTrial(7, token=1, reported=4, ckpt=ckpt[2])
-    copy, pause = Task("copy of epoch 3"), Task("pause's checkpoint")
-    trial.fetching_home(copy)
+    """Paused after epoch 4 while the pause's checkpoint was being written: placed knowing
+    only epoch 3's, it launches once the pause's is in, from epoch 4's."""
+    ckpt = {e: Checkpoint(f"epoch-{e}", "0", 1, epoch=e) for e in (3, 4)}
+    trial = LiveTrial(7, token=1, reported=4, ckpt=ckpt[3])
+    pause = Task("pause's checkpoint")
     trial.vacate(token=2, saving=pause)
     trial.start({}, 1, token=3, now=5.0, restore=True)
     trial.place(slots("c"))
-    assert set(trial.deps) == {copy.key, pause.key} and trial.ckpt is ckpt[2]
+    assert set(trial.deps) == {pause.key} and trial.ckpt is ckpt[3]
     trial.saved(pause)
-    trial.note_ckpt(ckpt[4])  # the pause's, written (and copied home)
-    assert not trial.unblocked(pause)
-    trial.fetched(copy)
-    trial.note_ckpt(ckpt[3])  # older than the one known: kept out
-    assert trial.unblocked(copy)
+    trial.note_ckpt(ckpt[4])  # the pause's, noted as its task returned
+    assert trial.unblocked(pause)
     trial.launch(sender([]), Clock(6.0))
     assert trial.restored is ckpt[4]
+
+
+def test_a_trial_falls_back_only_to_an_older_checkpoint():
+    ckpt = {e: Checkpoint(f"epoch-{e}", "0", 1, epoch=e) for e in (3, 4)}
+    trial = LiveTrial(7, token=1, reported=4, ckpt=ckpt[3])
+    with pytest.raises(InvalidTransition, match="trial 7: can't fall forward"):
+        trial.fall_back(ckpt[4])
+    trial.fall_back(None)  # out of reach, and no copy: trained again from the start
+    assert trial.ckpt is None
 
 
 def test_a_launch_sends_every_rank_its_start_and_numbers_the_task():
