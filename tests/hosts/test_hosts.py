@@ -217,10 +217,12 @@ def cut_when_training(watch: Client, hosts, host: int, placed: Placed) -> None:
     """Cut ``host``'s link once its worker trains a trial this kernel holds a checkpoint of
     (copied from that host), so that there is one to resume from, and that has epochs left
     after the one in flight (its last may be reported before the cut is noticed)."""
-    address = next(
-        a for a, w in watch.scheduler_info(n_workers=-1)["workers"].items()
-        if w["name"] == hosts.names[host]
-    )  # fmt: skip
+    end = time.monotonic() + 120
+    address = None
+    while address is None and time.monotonic() < end:  # its worker may not be listed yet
+        named = {w["name"]: a for a, w in watch.scheduler_info(n_workers=-1)["workers"].items()}
+        address = named.get(hosts.names[host])
+        time.sleep(0 if address else 0.2)
     end = time.monotonic() + 60
     while time.monotonic() < end:
         keys = watch.processing(workers=[address]).get(address, [])
