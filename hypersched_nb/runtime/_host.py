@@ -57,6 +57,8 @@ class HostedCluster:
         try:
             self._process.stdin.write(base64.b64encode(pickle.dumps(spec)).decode() + "\n")
             self._process.stdin.flush()
+            import distributed  # noqa: F401 - the client's, imported while the host starts
+
             first = self._answer()
         except BaseException:
             self.close()

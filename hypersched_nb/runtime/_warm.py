@@ -33,9 +33,6 @@ _IDLE: list[tuple[tuple, HostedCluster]] = []  # (size, cluster): at most one
 def local_client(workers: int | None, threads: int):
     """``(client, close)`` on a local cluster of ``workers`` slots: the idle one of that
     size, else a new one; ``close`` closes the client and keeps the cluster warm."""
-    from distributed import Client
-
-    from hypersched_nb.runtime._quiet import QuietCancellations, closing_quietly
     from hypersched_nb.runtime.cluster import CONNECT_TIMEOUT, _cuda_devices, no_dask_cuda
 
     gpus = _cuda_devices()
@@ -44,7 +41,11 @@ def local_client(workers: int | None, threads: int):
     hosted = _take(size)
     fresh = hosted is None
     if fresh:
-        hosted = HostedCluster(workers, threads, gpus)
+        hosted = HostedCluster(workers, threads, gpus)  # distributed imported meanwhile
+    from distributed import Client
+
+    from hypersched_nb.runtime._quiet import QuietCancellations, closing_quietly
+
     try:
         client = Client(hosted.scheduler_address, timeout=CONNECT_TIMEOUT)
         client.cluster = hosted  # what an elastic policy resizes

@@ -40,9 +40,9 @@ def start_cluster(
         raise ConfigError(f"`threads_per_worker` is {threads_per_worker}, but must be >= 1")
     if client is not None:
         return client, lambda: None
-    from distributed import Client
-
     if address is not None:
+        from distributed import Client
+
         _reachable(address)
         attached = Client(address, timeout=CONNECT_TIMEOUT)
         return attached, attached.close
@@ -109,6 +109,7 @@ def _reachable(address) -> None:
 
 
 WORKER_PROFILE = "distributed.worker.profile.enabled"
+PRELOAD = "hypersched_nb.runtime._preload"
 
 
 def _local_cluster(workers: int | None, threads: int, *, gpus: int | None = None):
@@ -123,6 +124,8 @@ def _local_cluster(workers: int | None, threads: int, *, gpus: int | None = None
         # each worker's nanny hands this to its worker process: no statistical profiler
         # interrupting the training thread every 10 ms (Dask's dashboard "Profile" page)
         "config": {WORKER_PROFILE: False},
+        # torch (and what its first optimizer imports) on a thread, as each worker starts
+        "preload": [PRELOAD],
     }
     gpus = _cuda_devices() if gpus is None else gpus
     if gpus:

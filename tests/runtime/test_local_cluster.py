@@ -145,3 +145,20 @@ def test_a_script_may_start_a_search_at_its_top_level(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "best True"
     assert "Traceback" not in done.stderr and "Nanny" not in done.stderr
+
+
+def test_each_worker_imports_torch_as_it_starts_before_any_task():
+    cluster.close_local_cluster()
+    client, close = cluster.start_cluster(1)
+    try:
+        end = time.monotonic() + 120.0
+        while time.monotonic() < end:  # client.run runs in the worker's loop, not as a task
+            seen = client.run(lambda: {m: m in sys.modules for m in ("torch", "torch._dynamo")})
+            if all(all(v.values()) for v in seen.values()):
+                break
+            time.sleep(0.5)
+        assert all(all(v.values()) for v in seen.values()), seen
+        assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
+    finally:
+        close()
+        cluster.close_local_cluster()
