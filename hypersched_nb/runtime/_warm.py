@@ -19,6 +19,8 @@ value and is always the latest). :func:`close_idle` before the search starts a f
 from __future__ import annotations
 
 import atexit
+import contextlib
+import logging
 import os
 import threading
 
@@ -43,9 +45,12 @@ def local_client(workers: int | None, threads: int):
     if fresh:
         hosted = HostedCluster(workers, threads, gpus)  # distributed imported meanwhile
     from distributed import Client
+    from distributed.utils import silence_logging_cmgr
 
     from hypersched_nb.runtime._quiet import QuietCancellations, closing_quietly
 
+    quiet = contextlib.ExitStack()  # the client's INFO records, as a LocalCluster here kept them
+    quiet.enter_context(silence_logging_cmgr(logging.WARN))
     try:
         client = Client(hosted.scheduler_address, timeout=CONNECT_TIMEOUT)
         client.cluster = hosted  # what an elastic policy resizes
@@ -53,6 +58,7 @@ def local_client(workers: int | None, threads: int):
             client.register_plugin(QuietCancellations())  # its workers write to our stderr
         planned = len(hosted.plan)
     except BaseException:
+        quiet.close()
         hosted.close()
         raise
 
@@ -61,6 +67,7 @@ def local_client(workers: int | None, threads: int):
             with closing_quietly():
                 client.close()
         finally:
+            quiet.close()
             _give_back(size, hosted, planned)
 
     return client, close
