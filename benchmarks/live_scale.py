@@ -217,6 +217,7 @@ def run(args) -> dict:
         started = time.perf_counter() - t0
         baseline, since = sampler.rss(), sampler.elapsed()
         tracked = len(gc.get_objects())  # what a full collection walks
+        frozen = gc.get_freeze_count()  # what it leaves out (the search froze it at its start)
         if args.gc_freeze:
             gc.freeze()  # what is alive now is never scanned again by a collection
         gc.callbacks.append(collections)
@@ -240,6 +241,7 @@ def run(args) -> dict:
             **collections.summary(),
             "objects_at_start": tracked,
             "objects_at_end": tracked_end,
+            "objects_frozen": frozen,
         },  # fmt: skip
         "whole": {k: v.summary() for k, v in measures.items()},
         "last_quarter": {k: v.summary(least=int(0.75 * args.trials)) for k, v in measures.items()},
@@ -301,7 +303,8 @@ def report(out: dict) -> None:
         f"{gcs['max_ms']:.0f} ms ({gcs['max_cpu_ms']:.0f} ms of CPU), {gcs['total_ms']:.0f} ms "
         "in all, over "
         f"{gcs['objects_at_start']:,} objects tracked at the start, {gcs['objects_at_end']:,} "
-        "at the end" + (" (gc.freeze() after the baseline)" if out["settings"]["gc_freeze"] else "")
+        f"at the end, {gcs['objects_frozen']:,} frozen at the start"
+        + (" (gc.freeze() after the baseline)" if out["settings"]["gc_freeze"] else "")
     )
     print(f"\n  {'target':<34} {'measured':>10} {'limit':>8}  verdict")
     for row in out["targets"]:

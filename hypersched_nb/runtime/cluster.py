@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 import time
 from collections.abc import Callable
 
@@ -31,24 +32,50 @@ def start_cluster(
     threads_per_worker: int = 1,
 ) -> tuple[object, Callable[[], None]]:
     """``(client, close)``: attach to ``client`` or the scheduler at ``address`` (``close``
-    then leaves the cluster running), or start a local cluster of ``workers`` slots."""
+    then leaves the cluster running), or start a local cluster of ``workers`` slots (run by a
+    process of its own, and kept warm by ``close`` for the next search of its size: see
+    :mod:`hypersched_nb.runtime._warm`). Until ``close``, the kernel's garbage collections
+    leave out what was alive before (:mod:`hypersched_nb.runtime._heap`)."""
     if client is not None and address is not None:
         raise ConfigError("`client` and `address` are both given, but only one may be")
     if workers is not None and workers < 1:
         raise ConfigError(f"`workers` is {workers}, but must be >= 1")
     if threads_per_worker < 1:
         raise ConfigError(f"`threads_per_worker` is {threads_per_worker}, but must be >= 1")
+    from hypersched_nb.runtime import _heap
+
     if client is not None:
-        return client, lambda: None
-    if address is not None:
+        out, close = client, lambda: None
+    elif address is not None:
         from distributed import Client
 
         _reachable(address)
-        attached = Client(address, timeout=CONNECT_TIMEOUT)
-        return attached, attached.close
-    from hypersched_nb.runtime._warm import local_client
+        out = Client(address, timeout=CONNECT_TIMEOUT)
+        close = out.close
+    else:
+        from hypersched_nb.runtime._warm import local_client
 
-    return local_client(workers, threads_per_worker)
+        out, close = local_client(workers, threads_per_worker)
+    _heap.hold()  # the kernel's heap as it is now: out of its collections until the close
+
+    def closing() -> None:
+        try:
+            close()
+        finally:
+            _heap.release()
+
+    return out, _once(closing)
+
+
+def _once(call: Callable[[], None]) -> Callable[[], None]:
+    """``call``, run at its first call only (a close may be called again)."""
+    done = threading.Lock()
+
+    def once() -> None:
+        if done.acquire(blocking=False):
+            call()
+
+    return once
 
 
 def close_local_cluster() -> None:

@@ -2,6 +2,7 @@
 their own, which ends with the kernel (even a killed one); a search's cluster stays warm for
 the next search of the same size in the same kernel."""
 
+import gc
 import os
 import signal
 import subprocess
@@ -47,12 +48,14 @@ def test_the_scheduler_and_the_nannies_run_in_a_process_other_than_the_kernels()
     cluster.close_local_cluster()
     client, close = cluster.start_cluster(2)
     try:
+        assert gc.get_freeze_count() > 0  # the kernel's heap, out of its collections
         scheduler = client.run_on_scheduler(os.getpid)
         parents = set(client.run(os.getppid).values())  # each worker's nanny
         host = client.cluster.pid
     finally:
         close()
         cluster.close_local_cluster()
+    assert gc.get_freeze_count() == 0
     assert scheduler != os.getpid() and scheduler == host
     assert parents == {host}  # the nannies too: the kernel holds only the client
     assert not hasattr(client.cluster, "scheduler")  # no scheduler object in this process
