@@ -6,7 +6,7 @@ same process pays.
 
 Each run is a fresh Python process (``--runs`` of them; the table gives their median) that
 does what a notebook does: ``Experiment(cls, cls.space(), policy="hypersched",
-cluster=W, deadline=60, max_epochs=4, seed=s)``, ``start()``, then waits until ``exp.best``
+cluster=W, deadline=300, max_epochs=4, seed=s)``, ``start()``, then waits until ``exp.best``
 is set (the first epoch of any trial has ended and come back), then ``stop()``; and again
 ``--searches`` times in that process, as a user's second search in the same kernel.
 Phases, from before ``Experiment(...)``:
@@ -65,7 +65,7 @@ def one_process(args) -> list[dict]:
             t0 = time.perf_counter()
             exp = Experiment(
                 cls, cls.space(), metric="val_acc", mode="max", policy="hypersched",
-                cluster=args.workers, deadline=60.0, max_epochs=4, seed=search,
+                cluster=args.workers, deadline=300.0, max_epochs=4, seed=search,
                 checkpoint_dir=os.path.join(folder, "run"),
             )  # fmt: skip
             t1 = time.perf_counter()

@@ -39,12 +39,14 @@ def local_client(workers: int | None, threads: int):
 
     gpus = _cuda_devices()
     no_dask_cuda(gpus)  # said here, in the kernel; the host keeps quiet
-    size = (workers, threads, gpus, _config())
+    size = (workers, threads, gpus)
     hosted = _take(size)
     fresh = hosted is None
     if fresh:
         hosted = HostedCluster(workers, threads, gpus)  # distributed imported meanwhile
     from distributed import Client
+
+    size += (_config(),)  # once distributed is imported: its defaults are in it
     from distributed.utils import silence_logging_cmgr
 
     from hypersched_nb.runtime._quiet import QuietCancellations, closing_quietly
@@ -74,8 +76,8 @@ def local_client(workers: int | None, threads: int):
 
 
 def _config() -> bytes:
-    """The kernel's Dask configuration as its host was given it: a change (say, a memory
-    limit) calls for a new cluster."""
+    """The kernel's Dask configuration (with distributed's defaults: it is imported), as
+    its host was given it: a change (say, a memory limit) calls for a new cluster."""
     import pickle
 
     import dask
@@ -96,11 +98,13 @@ def close_idle() -> None:
 
 
 def _take(size: tuple) -> HostedCluster | None:
+    """The idle cluster of ``size`` (workers, threads, GPUs), if its configuration is the
+    kernel's now."""
     with _LOCK:
         if not _IDLE:
             return None
         kept, hosted = _IDLE[0]
-        if kept != size or not hosted.alive:
+        if kept != (*size, _config()) or not hosted.alive:
             return None  # left idle: a later search of its size may still take it
         _IDLE.clear()
         return hosted

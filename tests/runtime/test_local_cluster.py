@@ -165,3 +165,28 @@ def test_each_worker_imports_torch_as_it_starts_before_any_task():
     finally:
         close()
         cluster.close_local_cluster()
+
+
+TWO_SEARCHES = """\
+from hypersched_nb import Experiment
+from hypersched_nb.runtime import _warm
+from hypersched_nb.testing.trainables import TinyRegression
+
+for i in range(2):
+    exp = Experiment(TinyRegression, [{"lr": 0.1}], metric="loss", mode="min", deadline=240.0,
+                     max_epochs=1, policy="asha", cluster=2, checkpoint_dir=f"runs-{i}")
+    exp.run()
+    print(exp.best is not None, *[hosted.pid for _, hosted in _warm._IDLE], flush=True)
+"""
+
+
+def test_a_second_search_in_a_fresh_kernel_takes_the_first_ones_cluster(tmp_path):
+    # in a new interpreter: distributed is first imported while the first cluster starts
+    script = tmp_path / "two.py"
+    script.write_text(TWO_SEARCHES)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=480
+    )
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.strip().splitlines()[-2:]
+    assert first.startswith("True ") and first == second  # one host pid, kept idle after both
