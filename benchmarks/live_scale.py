@@ -27,18 +27,22 @@ least three quarters of ``--trials`` were known). Timing stops when a snapshot s
 search is over (the cluster then closes). A thread samples this process's RSS
 (psutil) every 0.2 s. The baseline is the RSS once the dashboard is built (pandas, plotly
 and the widgets imported) and the cluster is up (``exp.start()`` has returned: in this
-process, Dask's scheduler and client); the
+process, Dask's client; its scheduler and nannies run in a process of their own); the
 growth over it is what the search and the watching cost the kernel, the figure the target
 means. Peak RSS (absolute) is reported too.
 
-Targets (the issue's, at 2,000 trials of a 10 ms trainable on 2 workers): snapshot p99
+Issue 31's targets (rows "31:", meant at 10,000 trials, the pause also at 2,000): the
+longest full collection < 50 ms; snapshot p99 <= 20 ms and redraw p99 <= 60 ms in the last
+quarter; ``results()`` p99 <= 50 ms; RSS growth <= 150 MB. The collections' pauses are
+wall-clock (a loaded machine stretches them); the CPU time of the longest is printed beside.
+
+Earlier targets (the issue's, at 2,000 trials of a 10 ms trainable on 2 workers): snapshot p99
 <= 50 ms; ``results()`` p99 <= 200 ms; RSS growth over the baseline <= 200 MB. Redraw and
 turn are reported beside them (``dashboard_scale.py``'s target for a redraw at 2,000 trials,
 on a replayed search: p99 <= 100 ms), and so are Python's full garbage collections during the
 search (count, longest pause): while one runs every thread waits, so each lands on whatever
-call is being timed. ``--gc-freeze`` calls ``gc.freeze()`` once the cluster is up, so that
-those collections no longer scan what the kernel had imported (an experiment, not how a
-kernel runs). ``--json OUT`` writes every figure and every timing.
+call is being timed. ``--gc-freeze`` calls ``gc.freeze()`` once the cluster is up (the search
+itself now freezes the kernel's heap at its start: see ``hypersched_nb.runtime._heap``). ``--json OUT`` writes every figure and every timing.
 """
 
 from __future__ import annotations
@@ -65,6 +69,12 @@ SNAPSHOT_TARGET = 0.050  # seconds, p99
 RESULTS_TARGET = 0.200  # seconds, p99
 MEMORY_TARGET = 200.0  # MB of RSS growth over the baseline
 REDRAW_REFERENCE = 0.100  # dashboard_scale.py's redraw target at 2,000 trials (not the issue's)
+# issue 31's targets for the kernel once the scheduler runs elsewhere (at 10,000 trials)
+PAUSE_TARGET = 0.050  # seconds: the longest full collection (at 2,000 trials too)
+SNAPSHOT_LAST_TARGET = 0.020  # seconds, p99 in the last quarter
+REDRAW_LAST_TARGET = 0.060  # seconds, p99 in the last quarter
+RESULTS_31_TARGET = 0.050  # seconds, p99 over the whole search
+MEMORY_31_TARGET = 150.0  # MB of RSS growth over the baseline
 MB = 2**20
 
 
@@ -103,20 +113,25 @@ class FullCollections:
 
     def __init__(self):
         self.pauses: list[float] = []
-        self._began: float | None = None
+        self.cpu: list[float] = []  # the collecting thread's CPU time: what load cannot inflate
+        self._began: tuple[float, float] | None = None
 
     def __call__(self, phase: str, info: dict) -> None:
         if info["generation"] != 2:
             return
         if phase == "start":
-            self._began = time.perf_counter()
+            self._began = (time.perf_counter(), time.thread_time())
         elif self._began is not None:
-            self.pauses.append(time.perf_counter() - self._began)
+            self.pauses.append(time.perf_counter() - self._began[0])
+            self.cpu.append(time.thread_time() - self._began[1])
             self._began = None
 
     def summary(self) -> dict:
         ms = [p * 1e3 for p in self.pauses]
-        return {"count": len(ms), "max_ms": max(ms, default=0.0), "total_ms": sum(ms)}
+        return {
+            "count": len(ms), "max_ms": max(ms, default=0.0), "total_ms": sum(ms),
+            "max_cpu_ms": max(self.cpu, default=0.0) * 1e3,
+        }  # fmt: skip
 
 
 @dataclass
@@ -206,6 +221,7 @@ def run(args) -> dict:
         started = time.perf_counter() - t0
         baseline, since = sampler.rss(), sampler.elapsed()
         tracked = len(gc.get_objects())  # what a full collection walks
+        frozen = gc.get_freeze_count()  # what it leaves out (the search froze it at its start)
         if args.gc_freeze:
             gc.freeze()  # what is alive now is never scanned again by a collection
         gc.callbacks.append(collections)
@@ -229,6 +245,7 @@ def run(args) -> dict:
             **collections.summary(),
             "objects_at_start": tracked,
             "objects_at_end": tracked_end,
+            "objects_frozen": frozen,
         },  # fmt: skip
         "whole": {k: v.summary() for k, v in measures.items()},
         "last_quarter": {k: v.summary(least=int(0.75 * args.trials)) for k, v in measures.items()},
@@ -244,12 +261,18 @@ def table(out: dict) -> list[dict]:
     """One row per target (the timings over the whole search, then its last quarter): what
     was measured and whether it meets it."""
     whole, last, mem = out["whole"], out["last_quarter"], out["memory"]
+    gcs = out["full_collections"]
     rows = [
         ("snapshot p99, whole search", whole["snapshot"]["p99_ms"], SNAPSHOT_TARGET * 1e3, "ms"),
         ("snapshot p99, last quarter", last["snapshot"]["p99_ms"], SNAPSHOT_TARGET * 1e3, "ms"),
         ("results() p99, whole search", whole["results"]["p99_ms"], RESULTS_TARGET * 1e3, "ms"),
         ("results() p99, last quarter", last["results"]["p99_ms"], RESULTS_TARGET * 1e3, "ms"),
         ("RSS growth over baseline", mem["growth_mb"], MEMORY_TARGET, "MB"),
+        ("31: longest full collection", gcs["max_ms"], PAUSE_TARGET * 1e3, "ms"),
+        ("31: snapshot p99, last quarter", last["snapshot"]["p99_ms"], SNAPSHOT_LAST_TARGET * 1e3, "ms"),
+        ("31: redraw p99, last quarter", last["redraw"]["p99_ms"], REDRAW_LAST_TARGET * 1e3, "ms"),
+        ("31: results() p99, whole search", whole["results"]["p99_ms"], RESULTS_31_TARGET * 1e3, "ms"),
+        ("31: RSS growth over baseline", mem["growth_mb"], MEMORY_31_TARGET, "MB"),
     ]  # fmt: skip
     return [
         {"target": name, "measured": value, "limit": limit, "unit": unit,
@@ -281,9 +304,11 @@ def report(out: dict) -> None:
     gcs = out["full_collections"]
     print(
         f"  full garbage collections during the search: {gcs['count']}, longest "
-        f"{gcs['max_ms']:.0f} ms, {gcs['total_ms']:.0f} ms in all, over "
+        f"{gcs['max_ms']:.0f} ms ({gcs['max_cpu_ms']:.0f} ms of CPU), {gcs['total_ms']:.0f} ms "
+        "in all, over "
         f"{gcs['objects_at_start']:,} objects tracked at the start, {gcs['objects_at_end']:,} "
-        "at the end" + (" (gc.freeze() after the baseline)" if out["settings"]["gc_freeze"] else "")
+        f"at the end, {gcs['objects_frozen']:,} frozen at the start"
+        + (" (gc.freeze() after the baseline)" if out["settings"]["gc_freeze"] else "")
     )
     print(f"\n  {'target':<34} {'measured':>10} {'limit':>8}  verdict")
     for row in out["targets"]:

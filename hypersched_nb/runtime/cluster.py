@@ -8,16 +8,15 @@ loopback interface. A worker is one slot: it holds one trial's replica at a time
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import os
-import sys
+import threading
 import time
 from collections.abc import Callable
 
 from hypersched_nb.errors import ConfigError, warn
 
-__all__ = ["default_workers", "start_cluster"]
+__all__ = ["close_local_cluster", "default_workers", "start_cluster"]
 
 
 def default_workers() -> int:
@@ -33,40 +32,58 @@ def start_cluster(
     threads_per_worker: int = 1,
 ) -> tuple[object, Callable[[], None]]:
     """``(client, close)``: attach to ``client`` or the scheduler at ``address`` (``close``
-    then leaves the cluster running), or start a local cluster of ``workers`` slots."""
+    then leaves the cluster running), or start a local cluster of ``workers`` slots (run by a
+    process of its own, and kept warm by ``close`` for the next search of its size: see
+    :mod:`hypersched_nb.runtime._warm`). Until ``close``, the kernel's garbage collections
+    leave out what was alive before (:mod:`hypersched_nb.runtime._heap`)."""
     if client is not None and address is not None:
         raise ConfigError("`client` and `address` are both given, but only one may be")
     if workers is not None and workers < 1:
         raise ConfigError(f"`workers` is {workers}, but must be >= 1")
     if threads_per_worker < 1:
         raise ConfigError(f"`threads_per_worker` is {threads_per_worker}, but must be >= 1")
+    from hypersched_nb.runtime import _heap
+
     if client is not None:
-        return client, lambda: None
-    from distributed import Client
+        out, close = client, lambda: None
+    elif address is not None:
+        from distributed import Client
 
-    from hypersched_nb.runtime._quiet import QuietCancellations, closing_quietly
-
-    if address is not None:
         _reachable(address)
-        attached = Client(address, timeout=CONNECT_TIMEOUT)
-        return attached, attached.close
-    check_script_guard()  # before any worker process: they import the user's script again
-    cluster = _local_cluster(workers, threads_per_worker)
-    try:
-        local = Client(cluster)
-        local.register_plugin(QuietCancellations())  # its workers write to our stderr
-    except BaseException:
-        cluster.close()
-        raise
+        out = Client(address, timeout=CONNECT_TIMEOUT)
+        close = out.close
+    else:
+        from hypersched_nb.runtime._warm import local_client
 
-    def close() -> None:
-        with closing_quietly():  # what a close does on purpose is not news
-            try:
-                local.close()
-            finally:
-                cluster.close()
+        out, close = local_client(workers, threads_per_worker)
+    _heap.hold()  # the kernel's heap as it is now: out of its collections until the close
 
-    return local, close
+    def closing() -> None:
+        try:
+            close()
+        finally:
+            _heap.release()
+
+    return out, _once(closing)
+
+
+def _once(call: Callable[[], None]) -> Callable[[], None]:
+    """``call``, run at its first call only (a close may be called again)."""
+    done = threading.Lock()
+
+    def once() -> None:
+        if done.acquire(blocking=False):
+            call()
+
+    return once
+
+
+def close_local_cluster() -> None:
+    """Close the local cluster kept warm since the last search ended (a later search
+    starts a fresh one: its worker processes import the trainable's module again)."""
+    from hypersched_nb.runtime._warm import close_idle
+
+    close_idle()
 
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler before saying it does not answer
@@ -119,9 +136,13 @@ def _reachable(address) -> None:
 
 
 WORKER_PROFILE = "distributed.worker.profile.enabled"
+PRELOAD = "hypersched_nb.runtime._preload"
 
 
-def _local_cluster(workers: int | None, threads: int):
+def _local_cluster(workers: int | None, threads: int, *, gpus: int | None = None):
+    """The ``LocalCluster`` (or ``LocalCUDACluster``) of ``workers`` slots, in this process:
+    the host process of :mod:`hypersched_nb.runtime._host` makes it (``gpus``: the CUDA
+    devices its kernel counted; counted here when None)."""
     from distributed import LocalCluster
 
     common = {
@@ -130,8 +151,10 @@ def _local_cluster(workers: int | None, threads: int):
         # each worker's nanny hands this to its worker process: no statistical profiler
         # interrupting the training thread every 10 ms (Dask's dashboard "Profile" page)
         "config": {WORKER_PROFILE: False},
+        # torch (and what its first optimizer imports) on a thread, as each worker starts
+        "preload": [PRELOAD],
     }
-    gpus = _cuda_devices()
+    gpus = _cuda_devices() if gpus is None else gpus
     if gpus:
         if importlib.util.find_spec("dask_cuda") is not None:
             import dask
@@ -144,14 +167,22 @@ def _local_cluster(workers: int | None, threads: int):
                 return LocalCUDACluster(
                     n_workers=n, resources={"GPU": 1}, host="127.0.0.1", **common
                 )
-        warn(
-            f"{gpus} CUDA GPU(s) found, but dask-cuda is not installed "
-            "(pip install 'hypersched_nb[cuda]'): training on CPU worker processes"
-        )
+        no_dask_cuda(gpus)
         common["env"] = {"CUDA_VISIBLE_DEVICES": ""}
     return LocalCluster(
         n_workers=workers or default_workers(), processes=True, host="127.0.0.1", **common
     )
+
+
+def no_dask_cuda(gpus: int) -> bool:
+    """Warn, and say True, where there are ``gpus`` CUDA devices but no dask-cuda."""
+    if not gpus or importlib.util.find_spec("dask_cuda") is not None:
+        return False
+    warn(
+        f"{gpus} CUDA GPU(s) found, but dask-cuda is not installed "
+        "(pip install 'hypersched_nb[cuda]'): training on CPU worker processes"
+    )
+    return True
 
 
 def _cuda_devices() -> int:
@@ -162,130 +193,3 @@ def _cuda_devices() -> int:
     except ImportError:  # pragma: no cover - torch is a dependency
         return 0
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-# ---------------------------------------------------------------------- the script guard
-
-GUARD = 'if __name__ == "__main__":'
-
-
-def check_script_guard() -> None:
-    """Refuse, in one line, to start local worker processes from a script that starts its
-    search when it is imported.
-
-    Dask starts its worker processes with multiprocessing's "spawn" (or "forkserver"):
-    each imports the main script again, as ``__mp_main__``, before it runs. A search
-    started at the script's top level, outside ``if __name__ == "__main__":``, would start
-    again in every worker, and each would fail with a screenful of "Nanny failed to start"
-    tracebacks. A notebook, ``python -c``, ``python -m package`` and a script whose search
-    starts under the guard (or in a function called from there) pass.
-
-    The line is the first thing on stderr: written there before the :class:`ConfigError`
-    is raised, whose traceback (through the search's own frames) then follows it; a worker
-    process importing the script exits with the line alone."""
-    where = _unguarded_start()
-    if where is None:
-        return
-    path, line, name = where
-    message = (
-        f"{path}:{line} starts a search when the file is imported, and Dask's worker "
-        f"processes import it again: put it under  {GUARD}"
-    )
-    if name == "__mp_main__":  # a worker process importing the script (the check was skipped)
-        raise SystemExit(message)  # one line, no traceback
-    sys.stderr.write(message + "\n")  # first, above whatever the traceback prints after it
-    sys.stderr.flush()
-    raise ConfigError(message)
-
-
-def _unguarded_start(main=None) -> tuple[str, int, str] | None:
-    """``(script, line, module name)`` where the top-level code of the main script runs now,
-    outside ``if __name__ == "__main__":``, when worker processes would import it again;
-    None otherwise (or where its source cannot be read). The script is ``main``, else
-    ``__main__``, or ``__mp_main__`` in a process that is importing it as a worker."""
-    found = _module_frame([main] if main is not None else _mains())
-    if found is None:  # not at import time: called from a function, a thread, a notebook
-        return None
-    module, frame = found
-    path = _imported_again(module)
-    if path is None or _start_method() == "fork":
-        return None
-    try:
-        with open(path, "rb") as f:
-            guarded = under_main_guard(f.read(), frame.f_lineno)
-    except (OSError, SyntaxError, ValueError):  # not Python source: nothing to say
-        return None
-    if guarded:
-        return None
-    shown = os.path.relpath(path)
-    return (path if shown.startswith("..") else shown), frame.f_lineno, module.__name__
-
-
-def _mains() -> list:
-    """``__main__``, and ``__mp_main__`` (spawn runs the script in a module of that name)."""
-    return [m for m in (sys.modules.get("__main__"), sys.modules.get("__mp_main__")) if m]
-
-
-def _module_frame(modules: list):
-    """``(module, frame)``: the innermost frame on this thread's stack that runs the
-    top-level code of one of ``modules``; None if there is none."""
-    spaces = {id(m.__dict__): m for m in modules}
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "<module>" and id(frame.f_globals) in spaces:
-            return spaces[id(frame.f_globals)], frame
-        frame = frame.f_back
-    return None
-
-
-def _imported_again(main) -> str | None:
-    """The file a spawned process imports as its ``__mp_main__``, as multiprocessing's
-    ``spawn.get_preparation_data`` and ``_fixup_main_*`` decide: None for a ``__main__``
-    without a file (a notebook, ``python -c``), for a package's ``__main__`` (``python -m
-    package``, which spawn never imports again) and for IPython's."""
-    name = getattr(getattr(main, "__spec__", None), "name", None)
-    if name is not None and (name == "__main__" or name.endswith(".__main__")):
-        return None
-    path = getattr(main, "__file__", None)
-    if not isinstance(path, str) or os.path.splitext(os.path.basename(path))[0] == "ipython":
-        return None
-    return path
-
-
-def _start_method() -> str:
-    import dask
-
-    return dask.config.get("distributed.worker.multiprocessing-method", "spawn")
-
-
-def under_main_guard(source: str | bytes, line: int) -> bool:
-    """Whether ``line`` of the Python ``source`` lies in the body of an
-    ``if __name__ == "__main__":`` (or ``"__main__" == __name__``, or in the ``else`` of
-    ``if __name__ != "__main__":``), at any depth."""
-    for node in ast.walk(ast.parse(source)):
-        body = _main_branch(node) if isinstance(node, ast.If) else None
-        if body and body[0].lineno <= line <= body[-1].end_lineno:
-            return True
-    return False
-
-
-def _main_branch(node: ast.If) -> list[ast.stmt] | None:
-    """The statements of ``node`` that run only in the main script, if it tests
-    ``__name__`` against ``"__main__"``."""
-    test = node.test
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return None
-    sides = {_guard_side(test.left), _guard_side(test.comparators[0])}
-    if sides != {"name", "main"}:
-        return None
-    if isinstance(test.ops[0], ast.Eq):
-        return node.body
-    return node.orelse if isinstance(test.ops[0], ast.NotEq) else None
-
-
-def _guard_side(expr: ast.expr) -> str | None:
-    if isinstance(expr, ast.Name) and expr.id == "__name__":
-        return "name"
-    if isinstance(expr, ast.Constant) and expr.value == "__main__":
-        return "main"
-    return None

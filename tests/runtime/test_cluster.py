@@ -72,6 +72,7 @@ def test_without_gpus_cpu_worker_processes_on_loopback(monkeypatch, made):
     assert kind == "LocalCluster"
     assert kwargs["n_workers"] == 3 and kwargs["processes"] is True
     assert kwargs["host"] == "127.0.0.1" and kwargs["dashboard_address"] == "127.0.0.1:0"
+    assert kwargs["preload"] == [cluster.PRELOAD]  # torch imported as each worker starts
 
 
 def test_gpus_without_dask_cuda_warn_and_hide_the_devices(monkeypatch, made):

@@ -1,0 +1,27 @@
+"""While a search runs, the kernel's garbage collections leave out what was alive at its
+start; once the last search ends, all of it is collectable again."""
+
+import gc
+
+from hypersched_nb.runtime import _heap
+
+
+def test_what_is_alive_at_the_start_is_frozen_until_the_search_ends():
+    assert gc.get_freeze_count() == 0
+    _heap.hold()
+    try:
+        assert gc.get_freeze_count() > 0  # the modules imported so far, at least
+    finally:
+        _heap.release()
+    assert gc.get_freeze_count() == 0  # an old search's garbage is collected again
+
+
+def test_overlapping_searches_unfreeze_when_the_last_one_ends():
+    _heap.hold()
+    _heap.hold()
+    _heap.release()
+    assert gc.get_freeze_count() > 0  # one search still runs
+    _heap.release()
+    assert gc.get_freeze_count() == 0
+    _heap.release()  # a release too many changes nothing
+    assert gc.get_freeze_count() == 0
