@@ -519,14 +519,12 @@ def test_a_trial_that_exhausts_its_workers_memory_is_named_then_errored_the_seco
         Client(cluster) as small,
     ):  # fmt: skip
         configs = [{"lr": 0.05, "hog_at": 2, "hog_mb": 4500}, {"lr": 0.02}]
-        driver, _, rec = search(  # each start on a loaded machine took up to a minute
-            small,
-            tmp_path,
-            create("random", max_epochs=3),
-            configs,
-            max_epochs=3,
-            deadline=900.0,
-        )
+        # each start on a loaded machine took up to two minutes (a fresh worker imports
+        # torch, then fills its memory): a step_timeout would then restart it first
+        driver, _, rec = search(
+            small, tmp_path, create("random", max_epochs=3), configs, max_epochs=3,
+            deadline=900.0, step_timeout=None,
+        )  # fmt: skip
     hog, other = driver.trials[0], driver.trials[1]
     (halted,) = [e for e in rec.events if type(e) is events.TrialHalted]
     assert halted.trial_id == 0 and halted.reason.startswith("paused: its worker 0 held ")
