@@ -36,9 +36,15 @@ LOST_WORKER = "distributed.deploy.lost-worker-timeout"
 
 @pytest.fixture(scope="module")
 def client():
-    client, close = start_cluster(2)
-    yield client
-    close()
+    import dask
+
+    # the cluster closes for good a nanny whose restarted worker (killed, or restarted for
+    # a stuck step) has not joined within lost-worker-timeout (15 s): a loaded machine took
+    # longer, and the tests after it found one worker
+    with dask.config.set({LOST_WORKER: "300s"}):
+        client, close = start_cluster(2)
+        yield client
+        close()
 
 
 class Scripted(Policy):
@@ -360,6 +366,7 @@ def _until(runtime, clock, test, within=120.0):
 
 def test_a_worker_dask_paused_is_named_and_given_no_trial_until_it_resumes(client, tmp_path):
     clock = WallClock()
+    client.wait_for_workers(2, timeout=120)  # one restarted by the test before may be coming
     runtime = runtime_on(client, tmp_path, clock, poll=0.5)
     addrs = sorted(client.scheduler_info(n_workers=-1)["workers"])
     names = {a: str(w["name"]) for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
