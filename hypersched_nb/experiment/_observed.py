@@ -71,6 +71,7 @@ class Observed:
         self.record = record  # a journal's, hearing each change of who holds what
         self.allocation: list[Allocation] = []
         self.capacity: list[tuple[float, int]] = []
+        self.paused_workers: tuple[str, ...] = ()  # those Dask has paused, as last said
         self._sized(clock.now(), inner.workers())
         self.holding: dict[int, int] = {}
         self.peak: dict[int, int] = {}
@@ -102,13 +103,15 @@ class Observed:
         return events
 
     def note(self, events) -> None:
-        """What ``events`` change: workers freed by failures and lost, the cluster's size."""
+        """What ``events`` change: workers freed by failures and lost, the cluster's size
+        and the workers Dask has paused."""
         for e in events:
             kind = type(e)
             if kind is TrialFailed or kind is TrialHalted:
                 self._hold(e.time, e.trial_id, 0)
             elif kind is WorkersChanged:
                 self._sized(e.time, e.workers)
+                self.paused_workers = e.paused
                 for tid in e.lost:
                     self._hold(e.time, tid, 0)
         if events:

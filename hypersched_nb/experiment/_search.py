@@ -135,6 +135,7 @@ class Search:
         # the policy's line read at this snapshot's moment: one reading of the clock for
         # every "left" it shows, and the deadline in force now (moved since its last turn)
         ctx = d.context()._replace(now=now, deadline=d.deadline)
+        over = session.status in ("finished", "failed")
         return ExperimentSnapshot(
             time=now, deadline=d.deadline, status=session.status, metric=metric, mode=mode,
             policy=getattr(policy, "name", type(policy).__name__),
@@ -143,6 +144,7 @@ class Search:
             capacity=tuple(obs.capacity), best=self.best(), events=tuple(self.events()),
             started=session.started, error=error, version=obs.version, forecast=forecast,
             stopped_at=session.stopped_at, resumed_at=session.resumed_at, prior=prior,
+            paused_workers=() if over else obs.paused_workers,
         )  # fmt: skip
 
     def standing(self, session, source):

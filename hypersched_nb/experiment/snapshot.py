@@ -89,6 +89,9 @@ class ExperimentSnapshot:
     stopped_at: float | None = None  # when the user asked it to stop (clock time)
     resumed_at: float | None = None  # when it went on after its kernel died (clock time)
     prior: str | None = None  # the past search it was given (its label), if any
+    # the workers Dask has paused now (memory past its pause threshold): they run nothing
+    # and get no new trial until resumed; none once the search is over
+    paused_workers: tuple[str, ...] = ()
     counts: Mapping[str, int] = field(default_factory=dict)
     # the last forecast asked of the search (not its state: two snapshots of one moment
     # are equal whatever was forecast between them)
@@ -169,6 +172,13 @@ class ExperimentSnapshot:
             return where
         return f"{where} (in {format_duration(self.time_left)})"
 
+    def cluster_text(self) -> str:
+        """The cluster now: ``"2 workers"``, ``"2 workers, 1 paused by Dask (memory)"``."""
+        text = f"{self.workers} workers"
+        if self.paused_workers:
+            text += f", {len(self.paused_workers)} paused by Dask (memory)"
+        return text
+
     def workers_text(self) -> str:
         """Workers per running trial, most first: ``"#3:2 #5:1"``."""
         rows = sorted(self.running, key=lambda r: (-r.workers, r.trial_id))
@@ -192,7 +202,7 @@ class ExperimentSnapshot:
     def __str__(self) -> str:
         lines = [
             f"{self.policy} search, {self.status_text()} · deadline {self.deadline_text()}, "
-            f"{self.workers} workers",
+            f"{self.cluster_text()}",
             self.progress_line(),
         ]
         if self.policy_holds and self.describe != self.policy:

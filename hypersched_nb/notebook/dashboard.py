@@ -299,13 +299,14 @@ def _step(end: float) -> float:
 
 def _header(snap: ExperimentSnapshot) -> str:
     """The policy, what happened (:meth:`ExperimentSnapshot.status_text`: the words the
-    magic and the report use), the time left while it runs, the trials and the best."""
+    magic and the report use), the time left while it runs, the workers (and those Dask
+    has paused), the trials and the best."""
     c = snap.counts
     left = f" · <b>{format_duration(snap.time_left)}</b> left" if snap.going else ""
     return (
         f"<b>{html.escape(snap.policy)}</b> {html.escape(snap.status_text())}{left} · "
-        f"{snap.workers} workers · running {c.get('RUNNING', 0)}, paused {c.get('PAUSED', 0)}, "
-        f"stopped {snap.stopped} · {html.escape(snap.best_text())}"
+        f"{html.escape(snap.cluster_text())} · running {c.get('RUNNING', 0)}, "
+        f"paused {c.get('PAUSED', 0)}, stopped {snap.stopped} · {html.escape(snap.best_text())}"
     )
 
 

@@ -242,9 +242,15 @@ class TaskBoard:
             return f"its task failed and its error could not be fetched ({exc!r})"
 
     def workers(self) -> dict | None:
-        """The scheduler's ``{address: info}`` of workers, or None if it cannot be reached."""
+        """The scheduler's ``{address: info}`` of workers, or None if it cannot be reached.
+
+        Asked of the scheduler itself: ``Client.scheduler_info()`` returns the client's
+        cache, which its own refresh every 2 s overwrites with an identity of no workers,
+        and keeps when a query fails; read at the wrong moment (more likely on a loaded
+        machine) it said every worker had left, and their trials were reported lost."""
+        client = self.client
         try:
-            return self.client.scheduler_info(n_workers=-1)["workers"]
+            return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
         except Exception:  # noqa: BLE001 - an unreachable scheduler: the next poll tries again
             return None
 

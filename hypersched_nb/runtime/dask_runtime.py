@@ -92,25 +92,6 @@ from hypersched_nb.runtime.checkpoint import (
 
 __all__ = ["DaskRuntime"]
 
-#: seconds a local cluster waits for a nanny to bring back a worker it restarted (a memory
-#: kill, a step_timeout) before it closes that nanny for good; Dask's 15 s default was seen
-#: to run out on a loaded machine (a fresh worker process took longer to register), and
-#: the last worker of a one-worker cluster then never came back
-LOST_WORKER_TIMEOUT = 300.0
-
-
-def _patient_nannies(client) -> None:
-    """Give the nannies of ``client``'s local cluster time to restart their workers (see
-    :data:`LOST_WORKER_TIMEOUT`; the cluster reads it when a worker leaves, in this process)."""
-    import dask
-    from dask.utils import parse_timedelta
-
-    if not hasattr(getattr(client, "cluster", None), "worker_spec"):
-        return
-    key = "distributed.deploy.lost-worker-timeout"
-    if parse_timedelta(dask.config.get(key, "15s"), "s") < LOST_WORKER_TIMEOUT:
-        dask.config.set({key: f"{LOST_WORKER_TIMEOUT:g}s"})
-
 
 class DaskRuntime:
     """Trains ``trainable`` (a class or any zero-argument factory of trainables) on the
@@ -202,7 +183,6 @@ class DaskRuntime:
             clock, self._board, self._placements, self._members, metric=metric,
             directory=directory, home=self._home,
         )  # fmt: skip
-        _patient_nannies(client)
         self._events: list[Event] = []  # found while executing; handed out by the next advance
         self._closed = False
         self._members.sync()

@@ -52,6 +52,14 @@ def test_the_summary_says_what_happened_and_the_policy_line_only_while_it_runs()
     assert "policy:" not in failed and "left" not in failed
 
 
+def test_the_workers_dask_paused_are_said_beside_the_clusters_size():
+    assert snap().cluster_text() == "4 workers"
+    paused = snap(paused_workers=("1", "3"))
+    assert paused.cluster_text() == "4 workers, 2 paused by Dask (memory)"
+    first = str(paused).splitlines()[0]
+    assert first.endswith("deadline at 120s (in 1m 30s), 4 workers, 2 paused by Dask (memory)")
+
+
 LIVE = datetime(2026, 3, 2, 14, 0, 0)
 
 

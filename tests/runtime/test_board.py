@@ -98,3 +98,17 @@ def test_membership_news_come_once_and_last_in_a_drain():
         client.handlers["all"]((0.0, {"action": "remove-worker"}))
     client.finish(fut.key)
     assert board.drain() == [Finished(fut.key), MembersChanged()]
+
+
+def test_the_workers_are_asked_of_the_scheduler_not_read_from_the_clients_cache():
+    # Dask's client refreshes its cached identity every 2 s without the workers; read then
+    # (or after a failed query) the cache said every worker had left, and their trials were
+    # reported lost
+    worker = {"tcp://127.0.0.1:1": {"name": 0, "status": "running"}}
+    client = RecordingClient()
+    client.scheduler = SimpleNamespace(
+        identity=lambda n_workers=0: {"workers": worker if n_workers == -1 else {}}
+    )
+    client.sync = lambda fn, *args, **kwargs: fn(*args, **kwargs)
+    client.scheduler_info = lambda n_workers=-1: {"workers": {}}  # as the refresh leaves it
+    assert TaskBoard(client, 1.0).workers() == worker

@@ -31,12 +31,20 @@ from hypersched_nb.testing.trainables import TinyRegression
 
 pytestmark = pytest.mark.cluster
 
+LOST_WORKER = "distributed.deploy.lost-worker-timeout"
+
 
 @pytest.fixture(scope="module")
 def client():
-    client, close = start_cluster(2)
-    yield client
-    close()
+    import dask
+
+    # the cluster closes for good a nanny whose restarted worker (killed, or restarted for
+    # a stuck step) has not joined within lost-worker-timeout (15 s): a loaded machine took
+    # longer, and the tests after it found one worker
+    with dask.config.set({LOST_WORKER: "300s"}):
+        client, close = start_cluster(2)
+        yield client
+        close()
 
 
 class Scripted(Policy):
@@ -358,6 +366,7 @@ def _until(runtime, clock, test, within=120.0):
 
 def test_a_worker_dask_paused_is_named_and_given_no_trial_until_it_resumes(client, tmp_path):
     clock = WallClock()
+    client.wait_for_workers(2, timeout=120)  # one restarted by the test before may be coming
     runtime = runtime_on(client, tmp_path, clock, poll=0.5)
     addrs = sorted(client.scheduler_info(n_workers=-1)["workers"])
     names = {a: str(w["name"]) for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
@@ -504,9 +513,12 @@ def test_a_trial_that_exhausts_its_workers_memory_is_named_then_errored_the_seco
     # A worker that has imported torch may already hold most of a small limit; Dask would
     # then pause it at 85% and the next epoch would wait for ever, not be killed at 95%.
     # Only the kill is under test: pausing is off, and the limit leaves room for a fresh
-    # worker under load (seen at up to 1.5 GiB with torch imported).
+    # worker under load (seen at up to 1.5 GiB with torch imported). The cluster closes for
+    # good a nanny whose restarted worker has not joined within lost-worker-timeout (15 s),
+    # which a loaded machine was seen to take: here it waits 300 s.
+    patient = {"distributed.worker.memory.pause": False, LOST_WORKER: "300s"}
     with (
-        dask.config.set({"distributed.worker.memory.pause": False}),
+        dask.config.set(patient),
         LocalCluster(
             n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
             memory_limit="3GiB", dashboard_address=None,
@@ -514,9 +526,12 @@ def test_a_trial_that_exhausts_its_workers_memory_is_named_then_errored_the_seco
         Client(cluster) as small,
     ):  # fmt: skip
         configs = [{"lr": 0.05, "hog_at": 2, "hog_mb": 4500}, {"lr": 0.02}]
+        # each start on a loaded machine took up to two minutes (a fresh worker imports
+        # torch, then fills its memory): a step_timeout would then restart it first
         driver, _, rec = search(
-            small, tmp_path, create("random", max_epochs=3), configs, max_epochs=3
-        )
+            small, tmp_path, create("random", max_epochs=3), configs, max_epochs=3,
+            deadline=900.0, step_timeout=None,
+        )  # fmt: skip
     hog, other = driver.trials[0], driver.trials[1]
     (halted,) = [e for e in rec.events if type(e) is events.TrialHalted]
     assert halted.trial_id == 0 and halted.reason.startswith("paused: its worker 0 held ")
