@@ -116,12 +116,29 @@ class Members:
                 target=_restart, args=(self._client, addrs), name="hypersched-restart", daemon=True
             ).start()
 
-    def _killed_for_memory(self, held: dict[str, tuple], now: float) -> dict[int, Event]:
+    def dying_for_memory(self, t, now: float) -> Event | None:
+        """If the nanny of a worker of trial ``t`` is killing it for its memory (its epoch
+        ran past step_timeout meanwhile: a loaded machine can take seconds to end the
+        process), the trial's TrialHalted or TrialFailed for that, its workers never handed
+        out again (the nanny brings them back, as new slots); else None."""
+        held = {s.addr: (s.name, s.memory_limit, t.tid) for s in t.slots if self._slots.alive(s)}
+        killed = self._killed_for_memory(held, now, within=0.0)
+        if not killed:
+            return None
+        self._retired.update(held)
+        self._slots.retire([s for s in t.slots if self._slots.alive(s)])
+        return killed[t.tid]
+
+    def _killed_for_memory(
+        self, held: dict[str, tuple], now: float, *, within: float = 1.0
+    ) -> dict[int, Event]:
         """Of the trials in ``held`` (the address of a worker gone -> its name, memory
         limit and tenant), those whose worker its nanny restarted for exceeding its memory
-        limit: halted the first time, failed the second (it would kill every worker in turn)."""
+        limit (its notice awaited up to ``within`` seconds): halted the first time, failed
+        the second (it would kill every worker in turn)."""
         out: dict[int, Event] = {}
-        for addr, rss in self._board.memory_restarts(held).items() if held else ():
+        restarts = self._board.memory_restarts(held, within=within) if held else {}
+        for addr, rss in restarts.items():
             name, limit, tid = held[addr]
             if tid in out:
                 continue  # one of its other workers said so already

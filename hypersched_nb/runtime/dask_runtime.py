@@ -356,9 +356,15 @@ class DaskRuntime:
     def _check_timeouts(self, now: float) -> list[Event]:
         """The trials whose epoch ran past ``step_timeout``: their workers are restarted
         (a step() stuck in them cannot be stopped otherwise), and each trial is halted, to
-        resume from its last checkpoint, or failed if it happened before."""
+        resume from its last checkpoint, or failed if it happened before. A trial whose
+        worker its nanny is killing for its memory is named for that instead."""
         found: list[Event] = []
         for t, bound in self._timeouts.late(self._trials.values(), now):
+            killed = self._members.dying_for_memory(t, now)
+            if killed is not None:  # its nanny is restarting it already: named for that
+                self._placements.vacate(t, save=False)
+                found.append(killed)
+                continue
             names, slots = ", ".join(self.placement(t.tid)), list(t.slots)
             why = (
                 f"its epoch {t.expected} ran past {self._timeouts.describe(bound)} on {names}, "
