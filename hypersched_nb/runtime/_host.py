@@ -172,9 +172,25 @@ def _start(spec: dict):
 
     os.chdir(spec["cwd"])
     dask.config.update(dask.config.config, spec["config"], priority="new")
+    _patient_nannies(dask)
     with warnings.catch_warnings():  # the kernel said what there was to say
         warnings.simplefilter("ignore")
         return _local_cluster(spec["workers"], spec["threads"], gpus=spec["gpus"])
+
+
+#: seconds this host's cluster waits for a nanny to bring back a worker it restarted (a
+#: memory kill, a step_timeout) before closing that nanny for good. Dask's 15 s ran out on
+#: a loaded machine (a fresh worker took 17-67 s), and a one-worker cluster then had none.
+#: Read at each worker's removal, so set for the host's life: it runs this cluster alone.
+LOST_WORKER_TIMEOUT = 300.0
+
+
+def _patient_nannies(dask) -> None:
+    from dask.utils import parse_timedelta
+
+    key = "distributed.deploy.lost-worker-timeout"
+    if parse_timedelta(dask.config.get(key, "15s"), "s") < LOST_WORKER_TIMEOUT:
+        dask.config.set({key: f"{LOST_WORKER_TIMEOUT:g}s"})
 
 
 def _serve(cluster, request: dict) -> dict:
