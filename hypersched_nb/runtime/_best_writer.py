@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hypersched_nb.runtime.checkpoint import Checkpoint, save_checkpoint
 
-__all__ = ["pending", "snapshot", "wait_written", "write_in_background", "written_event"]
+__all__ = ["drain", "pending", "snapshot", "wait_written", "write_in_background", "written_event"]
 
 _LOCK = threading.Lock()
 _IN_FLIGHT: dict[str, threading.Event] = {}  # url -> set once its write is over (or dropped)
@@ -99,6 +100,19 @@ def wait_written(url: str, timeout: float | None = None) -> None:
         done = _IN_FLIGHT.get(url)
     if done is not None:
         done.wait(timeout)
+
+
+def drain(timeout: float) -> bool:
+    """Return once no write is in flight or waiting, or after ``timeout`` s; True if none is."""
+    end = time.monotonic() + timeout
+    while True:
+        with _LOCK:
+            events = list(_IN_FLIGHT.values())
+        if not events:
+            return True
+        for done in events:
+            if not done.wait(max(0.0, end - time.monotonic())):
+                return False
 
 
 def _write() -> None:

@@ -81,6 +81,7 @@ class Placements:
         self.transfers = Transfers(board, slots, directory=directory, home=home, bests=bests)
         self.trials: dict[int, LiveTrial] = {}
         self._queued: list[int] = []  # trials started while too few slots were free
+        self.halted: list[tuple[int, int]] = []  # (trial, placement) whose epoch was dropped
         # placement tokens, unique to this board: a late task of another search on the same
         # cluster (its release, its batch's halt) never touches a trial with the same id here
         self._count = itertools.count((int(board.id, 16) << 20) + 1)
@@ -283,8 +284,10 @@ class Placements:
         move that follows forgets them): its epochs not reported yet are dropped, to be
         trained again. True if there was one."""
         batching = t.batching
-        if batching and self._slots.alive(t.slots[0]):
+        if t.phase in (Phase.TRAINING, Phase.AHEAD) and self._slots.alive(t.slots[0]):
+            # its epoch in flight is dropped: it writes no checkpoint when it ends
             self._board.run_soon(_worker.halt, t.tid, t.token, slot=t.slots[0])
+            self.halted.append((t.tid, t.token))
         self._board.cancel(t.futures.values())
         return batching
 

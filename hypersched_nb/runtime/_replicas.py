@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import sys
+import threading
 from dataclasses import dataclass
 
 from hypersched_nb.runtime._messages import Rendezvous, StartSpec
@@ -20,7 +21,17 @@ from hypersched_nb.runtime._worker_io import restore
 from hypersched_nb.runtime.checkpoint import Checkpoint
 from hypersched_nb.train.context import TrainContext
 
-__all__ = ["HALTED", "RESIDENT", "Replica", "Resident", "build", "evict", "gone", "teardown"]
+__all__ = [
+    "HALTED",
+    "RESIDENT",
+    "WRITES",
+    "Replica",
+    "Resident",
+    "build",
+    "evict",
+    "gone",
+    "teardown",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +79,10 @@ class Replica:
 
 RESIDENT: dict[int, Replica] = {}
 HALTED: set[tuple[int, int]] = set()  # (trial, placement) whose batch ends at the next boundary
+# held while an epoch writes its checkpoint and best weights: a placement halted under it
+# writes nothing more (an epoch that ends after its halt is dropped, so its files would be
+# orphans), and one halted meanwhile waits for the write in progress (see _worker.quiesce)
+WRITES = threading.Lock()
 
 
 def build(spec: StartSpec, ckpt: Checkpoint | None, rendezvous: Rendezvous | None) -> Replica:

@@ -112,8 +112,13 @@ class StepTimeouts:
 
 def stuck(t: LiveTrial, now: float) -> float | None:
     """Seconds the epoch of ``t`` in flight has run, if that looks stuck: 5 × its longest
-    ``step()`` so far and 5 s at least (a trial with no epoch yet has no measure: never)."""
+    ``step()`` so far and 5 s at least (a trial with no epoch yet has no measure: never). A
+    start's epoch first builds, restores and trains again the epochs since its checkpoint:
+    it may take that many epochs more, plus :data:`STARTUP` seconds."""
+    if t.phase is not Phase.TRAINING or t.longest <= 0:
+        return None
+    allowed = max(5 * t.longest, 5.0)
+    if t.starting:
+        allowed = allowed * (1 + t.reported - (t.ckpt.epoch if t.ckpt else 0)) + STARTUP
     running = now - t.t_launch
-    if t.phase is Phase.TRAINING and t.longest > 0 and running > max(5 * t.longest, 5.0):
-        return running
-    return None
+    return running if running > allowed else None

@@ -27,6 +27,7 @@ import time
 import traceback
 from collections.abc import Mapping
 
+from hypersched_nb.runtime._best_writer import drain
 from hypersched_nb.runtime._messages import (
     Epoch,
     Failed,
@@ -40,6 +41,7 @@ from hypersched_nb.runtime._rendezvous import free_port
 from hypersched_nb.runtime._replicas import (
     HALTED,
     RESIDENT,
+    WRITES,
     Replica,
     Resident,
     build,
@@ -66,6 +68,7 @@ __all__ = [
     "halt",
     "hand_over",
     "pick_rendezvous_port",
+    "quiesce",
     "release",
     "resident",
     "rewind",
@@ -183,6 +186,18 @@ def halt(trial_id: int, token: int) -> None:
     HALTED.add((trial_id, token))
 
 
+def quiesce(placements: list[tuple[int, int]], timeout: float) -> bool:
+    """The search is over: an epoch of ``placements`` that ends from now on writes nothing
+    (it is dropped), and this returns once no write of theirs or of the best weights is in
+    progress, or after ``timeout`` s (True if none is). Run out of band, like :func:`halt`."""
+    with WRITES:  # a write in progress ends first
+        HALTED.update(
+            (tid, token) for tid, token in placements
+            if (rep := RESIDENT.get(tid)) is not None and rep.token == token
+        )  # fmt: skip
+    return drain(timeout)
+
+
 def checkpoint_and_release(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:
     """Checkpoint the replica of placement ``token`` now, then free the worker (a pause)."""
     out = _checkpoint(trial_id, token, save)
@@ -284,15 +299,18 @@ def _epoch(rep: Replica, save: SaveSpec | None, written: set[str] | None = None)
             rep.metrics = _plain(metrics)
         ckpt = best = unsaved = None
         t1 = time.perf_counter()
-        if rep.ctx.rank == 0 and save is not None:
-            try:
-                if due(rep, save.overhead):
-                    ckpt = checkpoint_now(rep, save, written)
-                best = keep_if_best(rep, metrics, save)
-            except OSError as exc:
-                if exc.errno not in DISK_FULL:
-                    raise
-                unsaved = f"paused: epoch {rep.epochs}'s checkpoint could not be written ({exc})"
+        with WRITES:  # a placement halted meanwhile is dropped: its files would be orphans
+            if rep.ctx.rank == 0 and save is not None and (rep.trial_id, rep.token) not in HALTED:
+                try:
+                    if due(rep, save.overhead):
+                        ckpt = checkpoint_now(rep, save, written)
+                    best = keep_if_best(rep, metrics, save)
+                except OSError as exc:
+                    if exc.errno not in DISK_FULL:
+                        raise
+                    unsaved = (
+                        f"paused: epoch {rep.epochs}'s checkpoint could not be written ({exc})"
+                    )
         write = time.perf_counter() - t1
     except Exception:  # noqa: BLE001 - the user's step(): its traceback goes back to the driver
         teardown(rep.trial_id, group=rep.group)

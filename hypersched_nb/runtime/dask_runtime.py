@@ -253,9 +253,25 @@ class DaskRuntime:
         for t in self._trials.values():
             if t.slots:
                 self._placements.vacate(t, save=False)
+        self._quiesce(self._placements.halted)
         self._bring_home()
         self._board.close()
         self._bests.prune(self._directory)
+
+    def _quiesce(self, placements: list[tuple[int, int]]) -> None:
+        """Once the search is over nothing more is written into its folder: the epochs still
+        training write no checkpoint when they end, and the writes in progress (the best
+        weights' included) end first, up to ``fetch_timeout``."""
+        addresses = [s.addr for s in self._slots.all() if self._slots.alive(s)]
+        if not addresses:
+            return
+        try:
+            self._board.client.run(
+                _worker.quiesce, placements, self._board.fetch_timeout, workers=addresses,
+                on_error="ignore",
+            )  # fmt: skip
+        except Exception:  # noqa: BLE001, S110 - a worker gone meanwhile writes nothing more
+            pass
 
     def _bring_home(self) -> None:
         """Wait for the copies of checkpoints still on their way to this kernel (the last

@@ -1,6 +1,7 @@
 """One real search end to end: DigitsCNN on a 2-worker local Dask cluster, a short deadline."""
 
 import math
+import time
 
 import pytest
 
@@ -34,3 +35,28 @@ def test_a_live_search_ends_by_its_deadline_and_frees_every_worker(tmp_path):
         model = exp.load_best()  # the best trial's weights at its best epoch, on this CPU
         correct, count, _ = model._evaluate()
         assert model.epoch == snap.best.epoch and float(correct / count) == snap.best.metric
+
+
+def test_once_a_search_has_ended_nothing_more_is_written_into_its_folder(tmp_path):
+    """An epoch still training at the deadline is dropped: it writes no checkpoint and no
+    best weights when it ends after the search, so its folder can be copied or removed at
+    once."""
+    import optuna
+
+    from hypersched_nb.testing.trainables import TinyRegression
+
+    space = {
+        "lr": optuna.distributions.FloatDistribution(0.01, 0.1),
+        "sleep": optuna.distributions.CategoricalDistribution([1.5]),
+    }
+    exp = Experiment(TinyRegression, space, metric="loss", mode="min", deadline="12s",
+                     max_epochs=50, cluster=1, seed=0, checkpoint_dir=str(tmp_path))  # fmt: skip
+    exp.start()
+    exp.wait()
+
+    def written() -> dict:
+        return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")}
+
+    before = written()
+    time.sleep(3.0)  # the epoch in flight at the deadline has ended on its worker meanwhile
+    assert written() == before

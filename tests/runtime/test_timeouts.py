@@ -4,7 +4,7 @@ import pytest
 
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.runtime._live import LiveTrial, Phase
-from hypersched_nb.runtime._timeouts import FACTOR, FLOOR, STARTUP, StepTimeouts
+from hypersched_nb.runtime._timeouts import FACTOR, FLOOR, STARTUP, StepTimeouts, stuck
 from hypersched_nb.runtime.checkpoint import Checkpoint
 
 
@@ -63,3 +63,16 @@ def test_strikes_are_counted_per_trial():
 def test_a_step_timeout_that_is_no_number_of_seconds_is_one_line(bad):
     with pytest.raises(ConfigError, match=r"^`step_timeout` is .*, but must be a number"):
         StepTimeouts(bad)
+
+
+def test_a_step_is_called_stuck_past_five_times_its_longest_epoch_a_start_past_its_rebuild_too():
+    running = training(launched=0.0, reported=17)
+    running.longest = 1.2
+    assert stuck(running, now=5.0) is None  # 5 s at least
+    assert stuck(running, now=11.0) == 11.0
+    # resumed from epoch 15: it builds, restores and trains epochs 16 and 17 again first
+    resumed = training(launched=0.0, starting=True, reported=17, ckpt_epoch=15)
+    resumed.longest = 1.2
+    assert stuck(resumed, now=11.0) is None  # a GPU run's resume took 11 s: not stuck
+    assert stuck(resumed, now=3 * 6.0 + STARTUP + 1) == 3 * 6.0 + STARTUP + 1
+    assert stuck(training(launched=0.0), now=1e9) is None  # no epoch measured yet
