@@ -11,6 +11,11 @@ back so that the sampler (TPE, random, QMC or any Optuna sampler) learns from it
   under Optuna's own pruners;
 - a trial that never trained, raised or diverged is FAIL (samplers ignore it).
 
+No configuration is offered twice: a draw the search has offered before is told FAIL (so
+the sampler moves on) and drawn again, and a space with finitely many configurations (only
+choices, integers and stepped floats) offers each of them once at most, then no more: the
+search ends when its trials do, as a grid search does.
+
 Example:
     >>> import optuna
     >>> src = OptunaSource({"lr": optuna.distributions.FloatDistribution(1e-3, 1.0, log=True),
@@ -119,16 +124,19 @@ class OptunaSource(Iterator[dict]):
             direction="maximize" if mode == "max" else "minimize", sampler=_sampler(sampler, seed)
         )
         self.max_configs = max_configs
+        self._size = space_size(self.distributions)  # configurations there are (inf: unbounded)
+        self._offered: set[str] = set()  # the configurations offered, as keys (see _key)
         self._asked: list = []  # optuna trial of driver trial i
         self._told: dict[int, tuple] = {}  # driver trial -> (epochs, state) the sampler heard
 
     def __next__(self) -> dict:
         if self.max_configs is not None and len(self._asked) >= self.max_configs:
             raise StopIteration
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # independent-sampling notices, one per trial
-            trial = self.study.ask(self.distributions)
+        if len(self._offered) >= self._size:  # a finite space, every configuration offered
+            raise StopIteration
+        trial = self._draw()
         self._asked.append(trial)
+        self._offered.add(_key(trial.params))
         return {**trial.params, **self.fixed}
 
     def replayed(self, config: dict) -> None:
@@ -141,14 +149,34 @@ class OptunaSource(Iterator[dict]):
         from optuna.trial import TrialState as OptunaState
 
         params = _as_journaled({k: v for k, v in config.items() if k in self.distributions})
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            trial = self.study.ask(self.distributions)
-            if _as_journaled(trial.params) != params:
-                self.study.tell(trial, state=OptunaState.FAIL)
-                self.study.enqueue_trial(params)
-                trial = self.study.ask(self.distributions)
+        trial = self._draw()
+        if _as_journaled(trial.params) != params:
+            self.study.tell(trial, state=OptunaState.FAIL)
+            self.study.enqueue_trial(params)
+            trial = self._ask()
         self._asked.append(trial)
+        self._offered.add(_key(trial.params))
+
+    def _draw(self):
+        """The sampler's next draw that was not offered before: a repeat is told FAIL and
+        drawn again; after :data:`_REDRAWS` repeats in a row, a finite space's first
+        configuration not offered yet is asked instead."""
+        from optuna.trial import TrialState as OptunaState
+
+        for _ in range(_REDRAWS):
+            trial = self._ask()
+            if _key(trial.params) not in self._offered:
+                return trial
+            self.study.tell(trial, state=OptunaState.FAIL)
+        untried = _first_untried(self.distributions, self._offered, self._size)
+        if untried is not None:
+            self.study.enqueue_trial(untried)
+        return self._ask()
+
+    def _ask(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # independent-sampling notices, one per trial
+            return self.study.ask(self.distributions)
 
     def tell(self, trial: Trial, *, complete: bool) -> None:
         """What ``trial`` has shown reaches the sampler: its per-epoch metrics as
@@ -230,6 +258,58 @@ def _state(trial: Trial, complete: bool):
 
 def _best(metrics, direction: str) -> float:
     return max(metrics) if direction == "MAXIMIZE" else min(metrics)
+
+
+_REDRAWS = 50  # repeats drawn in a row before a finite space's next untried one is asked
+_ENUMERABLE = 100_000  # the largest finite space whose configurations are listed in order
+
+
+def space_size(distributions: Mapping) -> float:
+    """How many configurations ``distributions`` hold: inf if any is continuous."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+    size = 1
+    for d in distributions.values():
+        if isinstance(d, CategoricalDistribution):
+            size *= len(d.choices)
+        elif isinstance(d, FloatDistribution) and d.step is None:
+            return math.inf
+        else:  # an IntDistribution, or a FloatDistribution with a step
+            size *= int(round((d.high - d.low) / d.step)) + 1
+    return size
+
+
+def _values(d) -> list:
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    if isinstance(d, CategoricalDistribution):
+        return list(d.choices)
+    n = int(round((d.high - d.low) / d.step)) + 1
+    if isinstance(d, IntDistribution):
+        return [d.low + i * d.step for i in range(n)]
+    return [float(d.low + i * d.step) for i in range(n)]
+
+
+def _first_untried(distributions: Mapping, offered: set[str], size: float) -> dict | None:
+    """The first configuration, in the order of the space, not offered yet (None: none, or
+    a space too large to list)."""
+    import itertools
+
+    if size > _ENUMERABLE:
+        return None
+    names = list(distributions)
+    for values in itertools.product(*(_values(distributions[n]) for n in names)):
+        params = dict(zip(names, values, strict=True))
+        if _key(params) not in offered:
+            return params
+    return None
+
+
+def _key(params: Mapping) -> str:
+    """A configuration's identity: its parameters as the journal keeps them."""
+    import json
+
+    return json.dumps(_as_journaled(params), sort_keys=True)
 
 
 def _as_journaled(params: Mapping) -> dict:

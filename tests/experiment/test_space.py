@@ -1,5 +1,6 @@
 """Configurations come from an Optuna sampler by ask-and-tell; results go back when a trial ends."""
 
+import itertools
 import math
 
 import pytest
@@ -122,3 +123,38 @@ def test_an_empty_list_of_configurations_is_refused_before_anything_starts():
         ConfigError, match=r"^`space` is \[\], but a list of configurations needs at least one$"
     ):
         config_source([])
+
+
+GRID = {
+    "lr": [0.1, 0.01],
+    "width": IntDistribution(16, 64, step=16),
+    "wd": FloatDistribution(0, 1e-3, step=5e-4),
+}
+
+
+def key(config):
+    return tuple(sorted(config.items()))
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random", "qmc"])
+def test_a_finite_space_offers_each_configuration_once_then_no_more(sampler):
+    offered = list(itertools.islice(OptunaSource(GRID, sampler=sampler, seed=0), 100))
+    assert len(offered) == 2 * 4 * 3  # every configuration of the grid
+    assert len({key(c) for c in offered}) == len(offered)  # none twice
+
+
+def test_no_configuration_is_offered_twice_while_trials_are_told():
+    src = OptunaSource({"act": ["relu", "tanh", "gelu"], "w": [1, 2]}, sampler="tpe", seed=1)
+    seen = []
+    for tid, config in enumerate(itertools.islice(src, 20)):  # TPE, told every trial, redraws what it repeats
+        seen.append(key(config))
+        src.tell(finished(tid, [0.5 + 0.1 * config["w"]]), complete=True)
+    assert sorted(seen) == sorted(set(seen)) and len(seen) == 6
+
+
+def test_a_resumed_finite_search_goes_on_with_the_configurations_it_had_not_offered():
+    first = list(OptunaSource(GRID, seed=0))
+    again = OptunaSource(GRID, seed=0)
+    for config in first[:7]:  # offered before the kernel died
+        again.replayed(config)
+    assert list(again) == first[7:]  # the same draws, in the same order, then no more
