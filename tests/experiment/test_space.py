@@ -146,7 +146,8 @@ def test_a_finite_space_offers_each_configuration_once_then_no_more(sampler):
 def test_no_configuration_is_offered_twice_while_trials_are_told():
     src = OptunaSource({"act": ["relu", "tanh", "gelu"], "w": [1, 2]}, sampler="tpe", seed=1)
     seen = []
-    for tid, config in enumerate(itertools.islice(src, 20)):  # TPE, told every trial, redraws what it repeats
+    # TPE, told every trial, redraws what it repeats
+    for tid, config in enumerate(itertools.islice(src, 20)):
         seen.append(key(config))
         src.tell(finished(tid, [0.5 + 0.1 * config["w"]]), complete=True)
     assert sorted(seen) == sorted(set(seen)) and len(seen) == 6
