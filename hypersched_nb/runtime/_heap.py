@@ -8,6 +8,13 @@ starts to the permanent generation (``gc.freeze()``), so that the collections du
 search walk only what was made since; :func:`release` hands it back (``gc.unfreeze()``) when
 the last search running ends, so that what becomes garbage later (an old ``Experiment``) is
 still collected. Searches that overlap share one hold.
+
+A search of thousands of trials makes hundreds of thousands of objects of its own (its
+trials' records, Dask's futures and messages), and those that outlive one full collection
+mostly live on to the end. So, while a hold lasts, what survives a full collection is
+frozen too (:func:`_refreeze`, a ``gc.callbacks`` hook): the next one walks only what was
+made since the last, not the whole search. The price: a reference cycle among objects
+frozen meanwhile that becomes garbage is collected only after the release.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ def hold() -> None:
     with _LOCK:
         _HELD[0] += 1
         gc.freeze()  # again for a later search: what it made meanwhile joins
+        if _refreeze not in gc.callbacks:
+            gc.callbacks.append(_refreeze)
 
 
 def release() -> None:
@@ -35,4 +44,12 @@ def release() -> None:
             return
         _HELD[0] -= 1
         if _HELD[0] == 0:
+            if _refreeze in gc.callbacks:
+                gc.callbacks.remove(_refreeze)
             gc.unfreeze()
+
+
+def _refreeze(phase: str, info: dict) -> None:
+    """After a full collection during a hold, freeze what survived it."""
+    if phase == "stop" and info.get("generation") == 2:
+        gc.freeze()
