@@ -7,16 +7,19 @@ replayed trace, a test's fake) runs on those. :meth:`Session.run` runs the drive
 of its own; when the driver returns or raises, the runtime is freed and a cluster the session
 started is closed.
 
-``status`` goes created -> running -> (stopping ->) finished, or running -> (failing ->)
-failed: "stopping" from the user's stop (``stopped_at`` says when), "failing" from the
-moment the search knows it fails (fail-fast) until its thread ends. A resumed search notes
-when it went on (``resumed_at``). The user's thread and the driver's both change the status,
-so it changes under one lock. The driver's thread holds
-``gate`` while it decides (see ``_observed``), the end of the search included.
+``status`` is a :class:`Status` and moves only as :data:`TRANSITIONS` says: created ->
+running -> (stopping ->) finished, or running -> (failing ->) failed: "stopping" from the
+user's stop (``stopped_at`` says when), "failing" from the moment the search knows it fails
+(fail-fast) until its thread ends. A search read from its journal goes from created to
+how it ended (finished, failed, or interrupted: cut short). A resumed search notes when it
+went on (``resumed_at``). The user's thread and the driver's both change the status, so it
+changes under one lock. The driver's thread holds ``gate`` while it decides (see
+``_observed``), the end of the search included.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 import threading
 from dataclasses import dataclass
@@ -26,7 +29,32 @@ from hypersched_nb.errors import HyperschedError
 from hypersched_nb.experiment import _kernel_pump
 from hypersched_nb.experiment._observed import Gate
 
-__all__ = ["Launch", "Session"]
+__all__ = ["TRANSITIONS", "Launch", "Session", "Status"]
+
+
+class Status(enum.StrEnum):
+    """Where a search stands (a ``str``: ``status == "finished"`` holds)."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    STOPPING = "stopping"  # the user stopped it; its thread is ending
+    FAILING = "failing"  # it knows it fails; its thread is ending
+    FINISHED = "finished"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"  # read from a journal that a killed kernel cut short
+
+
+_C, _R, _S, _F = Status.CREATED, Status.RUNNING, Status.STOPPING, Status.FAILING
+_ENDED = (Status.FINISHED, Status.FAILED, Status.INTERRUPTED)
+
+#: ``TRANSITIONS[status]``: the statuses it may move to.
+TRANSITIONS: dict[Status, frozenset[Status]] = {
+    _C: frozenset({_R, *_ENDED}),
+    _R: frozenset({_S, _F, Status.FINISHED, Status.FAILED}),
+    _S: frozenset({_F, Status.FINISHED, Status.FAILED}),
+    _F: frozenset({Status.FAILED}),
+    **{ended: frozenset() for ended in _ENDED},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +79,7 @@ class Session:
         self.runtime, self.clock = runtime, clock
         self.live = runtime is None
         self.poll = poll if self.live else None
-        self.status = "created"
+        self.status = Status.CREATED
         self.error: BaseException | None = None
         self.started: datetime | None = None  # when a live search started, on the wall clock
         self.stopped_at: float | None = None  # clock time of the user's stop
@@ -68,7 +96,7 @@ class Session:
     def open(self, *, started: datetime | None = None):
         """The clock the search runs on; a live search's starts now, or at ``started`` (a
         resumed search's first start)."""
-        if self.status != "created":
+        if self.status is not Status.CREATED:
             raise HyperschedError(
                 f"this experiment is {self.status}; build a new Experiment to search again"
             )
@@ -113,7 +141,7 @@ class Session:
     def run(self, search, *, on_end=None) -> None:
         """Run ``search()`` (the driver loop) on a thread of its own and return at once;
         ``on_end(status)`` hears how it ended, before the cluster closes."""
-        self.status = "running"
+        self._move(Status.RUNNING)
         self._said()
         self._thread = threading.Thread(
             target=self._main, args=(search, on_end), name="hypersched-driver", daemon=True
@@ -124,11 +152,12 @@ class Session:
         self.gate.enter()
         try:
             search()
-            with self._lock:
-                self.status = "finished"
+            with self._lock:  # a search that knew it failed ends failed
+                self._move(Status.FINISHED if self.error is None else Status.FAILED)
         except BaseException as exc:  # noqa: BLE001 - kept, and raised again by wait()
             with self._lock:
-                self.error, self.status = exc, "failed"
+                self.error = exc
+                self._move(Status.FAILED)
         finally:
             if on_end is not None:
                 on_end(self.status)
@@ -137,10 +166,13 @@ class Session:
             self.close()
             self._done.set()
 
-    def opened(self, status: str, started: datetime, *, resumed_at: float | None = None) -> None:
+    def opened(
+        self, status: str | Status, started: datetime, *, resumed_at: float | None = None
+    ) -> None:
         """This session is a search read from its journal: over, as ``status`` says
         ("finished", "failed", or "interrupted" for one cut short), and nothing runs."""
-        self.status, self.started, self.resumed_at = status, started, resumed_at
+        self._move(Status(status))
+        self.started, self.resumed_at = started, resumed_at
         self._done.set()
 
     # ------------------------------------------------------------------ ending
@@ -157,8 +189,8 @@ class Session:
     def stop(self, request) -> None:
         """Call ``request`` (the driver's stop) if the search is still running."""
         with self._lock:
-            if self.status == "running":
-                self.status = "stopping"
+            if self.status is Status.RUNNING:
+                self._move(Status.STOPPING)
                 self.stopped_at = self.clock.now()
                 request()
         self._said()
@@ -166,9 +198,17 @@ class Session:
     def failing(self, error: BaseException) -> None:
         """The search fails with ``error`` (raised when its thread ends): said at once."""
         with self._lock:
-            if self.status in ("running", "stopping"):
-                self.status, self.error = "failing", error
+            if self.status in (Status.RUNNING, Status.STOPPING):
+                self.error = error
+                self._move(Status.FAILING)
         self._said()
+
+    def _move(self, to: Status) -> None:
+        """The one place the status changes: as :data:`TRANSITIONS` allows, or an error
+        that names both."""
+        if to not in TRANSITIONS[self.status]:
+            raise HyperschedError(f"a search that is {self.status} cannot become {to}")
+        self.status = to
 
     def on_status(self, callback) -> None:
         """Call ``callback()`` whenever the status changes, from the thread that changed it

@@ -36,6 +36,7 @@ from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
 
 __all__ = [
+    "REPEAT",
     "OptunaSource",
     "ListSource",
     "config_source",
@@ -167,6 +168,7 @@ class OptunaSource(Iterator[dict]):
             trial = self._ask()
             if _key(trial.params) not in self._offered:
                 return trial
+            trial.set_user_attr(REPEAT, True)  # not an offer: the sampler's own history
             self.study.tell(trial, state=OptunaState.FAIL)
         untried = _first_untried(self.distributions, self._offered, self._size)
         if untried is not None:
@@ -260,6 +262,7 @@ def _best(metrics, direction: str) -> float:
     return max(metrics) if direction == "MAXIMIZE" else min(metrics)
 
 
+REPEAT = "repeat"  # user attribute of a draw told FAIL for repeating an offer
 _REDRAWS = 50  # repeats drawn in a row before a finite space's next untried one is asked
 _ENUMERABLE = 100_000  # the largest finite space whose configurations are listed in order
 

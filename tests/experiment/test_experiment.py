@@ -12,6 +12,7 @@ from hypersched_nb import Experiment
 from hypersched_nb.core.policies._asha import ASHA
 from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.simulate import SimSettings, simulate
+from hypersched_nb.experiment.space import REPEAT
 from hypersched_nb.sim.clock import VirtualClock
 from hypersched_nb.sim.runtime import SimRuntime
 
@@ -147,12 +148,14 @@ def test_a_sampler_learns_from_every_trial(trace):
     exp.run()
     study = exp.source.study
     df = exp.results()
-    assert len(study.trials) == len(df)  # every offer was an Optuna trial
+    offers = [t for t in study.trials if not t.user_attrs.get(REPEAT)]  # not a redrawn repeat
+    assert [t.params for t in offers] == [{"trace_trial": c} for c in df["config_trace_trial"]]
     over = df[df["state"] == "TERMINATED"]
-    told = [t for t in study.trials if t.state is not OptunaState.RUNNING]
+    told = [t for t in offers if t.state is not OptunaState.RUNNING]
     assert len(told) == len(over)  # every trial that ended was told
-    complete = [t for t in study.trials if t.state is OptunaState.COMPLETE]
-    assert all(df.loc[t.number, "epochs"] == trace.longest for t in complete)
+    complete = [t for t in offers if t.state is OptunaState.COMPLETE]
+    epochs = dict(zip(df["config_trace_trial"], df["epochs"], strict=True))  # one trial each
+    assert complete and all(epochs[t.params["trace_trial"]] == trace.longest for t in complete)
 
 
 def test_a_deadline_moved_closer_ends_the_search_there(trace):

@@ -86,3 +86,16 @@ def test_a_bad_threshold_is_refused_in_one_line(value):
         ConfigError, match=r"^`fail_fast` is .*, but must be a number of trials >= 1, or None$"
     ):
         search([NO_METRIC], fail_fast=value)
+
+
+def test_a_status_moves_only_as_its_table_says_and_a_wrong_move_names_both():
+    from hypersched_nb.errors import HyperschedError
+    from hypersched_nb.experiment._session import TRANSITIONS, Session, Status
+
+    assert TRANSITIONS[Status.FAILING] == {Status.FAILED}  # a search that knew it failed
+    assert all(not TRANSITIONS[s] for s in (Status.FINISHED, Status.FAILED))  # over is over
+    session = Session(runtime=object(), clock=None)
+    session.opened("finished", started=None)
+    assert session.status == "finished" and session.status is Status.FINISHED
+    with pytest.raises(HyperschedError, match="a search that is finished cannot become running"):
+        session.run(lambda: None)
