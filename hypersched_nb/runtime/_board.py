@@ -22,6 +22,7 @@ heard by one handler per client, shared by every board on it and unsubscribed wi
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import queue
@@ -211,6 +212,26 @@ class TaskBoard:
                 pass
 
         client.loop.add_callback(run)
+
+    def run_within(self, fn, *args, addresses: list[str], timeout: float) -> None:
+        """Run ``fn(*args)`` on the workers at ``addresses`` out of band (``Client.run``)
+        and wait for them up to ``timeout`` s; a worker gone or slow meanwhile is not
+        waited for longer (best effort, like :meth:`run_soon`)."""
+        client, done = self.client, threading.Event()
+
+        async def run() -> None:
+            try:
+                await asyncio.wait_for(
+                    client.run(fn, *args, workers=addresses, on_error="ignore", asynchronous=True),
+                    timeout,
+                )
+            except Exception:  # noqa: BLE001, S110 - gone or slow: nothing more to wait for
+                pass
+            finally:
+                done.set()
+
+        client.loop.add_callback(run)
+        done.wait(timeout + 1.0)
 
     def cancel(self, futures) -> None:
         futures = [f for f in futures if not f.done()]

@@ -186,16 +186,30 @@ def halt(trial_id: int, token: int) -> None:
     HALTED.add((trial_id, token))
 
 
-def quiesce(placements: list[tuple[int, int]], timeout: float) -> bool:
+async def quiesce(placements: list[tuple[int, int]], timeout: float) -> bool:
     """The search is over: an epoch of ``placements`` that ends from now on writes nothing
     (it is dropped), and this returns once no write of theirs or of the best weights is in
-    progress, or after ``timeout`` s (True if none is). Run out of band, like :func:`halt`."""
-    with WRITES:  # a write in progress ends first
+    progress, or after ``timeout`` s (True if none is). Run out of band, like :func:`halt`;
+    the waiting is done on a thread, so that the worker's event loop (which a write's
+    events go through) never waits."""
+    import asyncio
+
+    return await asyncio.get_running_loop().run_in_executor(
+        None, _quiesce, placements, time.monotonic() + timeout
+    )
+
+
+def _quiesce(placements: list[tuple[int, int]], end: float) -> bool:
+    if not WRITES.acquire(timeout=max(0.0, end - time.monotonic())):  # a write in progress
+        return False
+    try:
         HALTED.update(
             (tid, token) for tid, token in placements
             if (rep := RESIDENT.get(tid)) is not None and rep.token == token
         )  # fmt: skip
-    return drain(timeout)
+    finally:
+        WRITES.release()
+    return drain(max(0.0, end - time.monotonic()))
 
 
 def checkpoint_and_release(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:

@@ -261,17 +261,14 @@ class DaskRuntime:
     def _quiesce(self, placements: list[tuple[int, int]]) -> None:
         """Once the search is over nothing more is written into its folder: the epochs still
         training write no checkpoint when they end, and the writes in progress (the best
-        weights' included) end first, up to ``fetch_timeout``."""
+        weights' included) end first, up to ``fetch_timeout`` (the workers' event loops
+        never wait meanwhile: see :func:`~hypersched_nb.runtime._worker.quiesce`)."""
         addresses = [s.addr for s in self._slots.all() if self._slots.alive(s)]
-        if not addresses:
-            return
-        try:
-            self._board.client.run(
-                _worker.quiesce, placements, self._board.fetch_timeout, workers=addresses,
-                on_error="ignore",
+        if addresses:
+            self._board.run_within(
+                _worker.quiesce, placements, self._board.fetch_timeout, addresses=addresses,
+                timeout=self._board.fetch_timeout + 2.0,
             )  # fmt: skip
-        except Exception:  # noqa: BLE001, S110 - a worker gone meanwhile writes nothing more
-            pass
 
     def _bring_home(self) -> None:
         """Wait for the copies of checkpoints still on their way to this kernel (the last
