@@ -170,6 +170,7 @@ def test_a_search_that_fails_fast_says_failed_within_two_seconds(tmp_path):
         lab.screenshot("fail-1-failed", showing=lab.cell(0))
         stop = lab.page.locator(".widget-button", has_text="stop").first
         stop_off = stop.count() == 0 or stop.is_disabled()
-    knew = next(m for m in marks(tmp_path) if m["status"] in ("failing", "failed"))
+    # the notes are written once the search is over, which a loaded machine can delay
+    knew = next(m for m in marks(tmp_path, 240) if m["status"] in ("failing", "failed"))
     assert said - knew["time"] <= WITHIN
     assert stop_off
