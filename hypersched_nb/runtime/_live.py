@@ -108,6 +108,7 @@ class LiveTrial:
         "saving",
         "seq",
         "slots",
+        "sources",
         "starting",
         "step",
         "t_exec",
@@ -131,6 +132,7 @@ class LiveTrial:
         self.restored: Checkpoint | None = None  # what its last launch restored from
         self.saving = None  # the pause checkpoint task in flight
         self.deps: dict[str, object] = {}  # key -> task to wait for before starting
+        self.sources: frozenset[str] = frozenset()  # workers whose reads its start awaits
         self.fetching: dict[str, object] = {}  # key -> task copying a checkpoint to the client
         self.rendezvous: Rendezvous | None = None
         self.want = 1
@@ -150,6 +152,11 @@ class LiveTrial:
     def batching(self) -> bool:
         """A batch is in flight (or its last epoch is not reported yet): halt it to stop."""
         return self.batch > 1 and self.phase in (Phase.TRAINING, Phase.AHEAD)
+
+    def stranded_by(self, gone: set[str]) -> bool:
+        """Its start waits for a checkpoint read on one of the workers at ``gone``, which
+        left before it was read: the start would wait for it for ever."""
+        return self.starting and self.phase is Phase.TRAINING and not self.sources.isdisjoint(gone)
 
     @property
     def current(self) -> bool:
@@ -187,13 +194,15 @@ class LiveTrial:
         self.token, self.t_exec = token, now
         self._hold(slots)
 
-    def launch(self, send: Send, clock) -> None:
+    def launch(self, send: Send, clock, *, sources: frozenset[str] = frozenset()) -> None:
         """PREPARING -> TRAINING: every rank's start task goes out (``send``); its first
         epoch builds the replicas, timed from the Start or Resize (``t_exec``), from the
         newest checkpoint known now (:attr:`restored`), not when it was placed: those on
-        their way then (a pause's, a copy) were what it waited for."""
+        their way then (a pause's, a copy) were what it waited for. ``sources`` are the
+        addresses of the workers that read its checkpoint for it: until its first epoch
+        is reported, it needs them (:attr:`stranded_by`)."""
         move(self, "launch")
-        self.restored = self.ckpt
+        self.restored, self.sources = self.ckpt, sources
         self._sent(send, starting=True, epochs=1)
         self.t_launch = clock.now()
 
@@ -215,6 +224,7 @@ class LiveTrial:
         move(self, "report_ahead" if ahead else "report")
         self.longest, self.step = max(self.longest, step), step
         self.reported, self.t_exec, self.starting = epoch, now, False
+        self.sources = frozenset()
         self.outs, self.left = {}, self.left - 1
         if not ahead:
             self.futures, self.left = {}, 0
@@ -227,7 +237,7 @@ class LiveTrial:
         move(self, "vacate")
         slots = self.slots
         self._forget_flight()
-        self.token, self.deps, self.slots = token, {}, []
+        self.token, self.deps, self.slots, self.sources = token, {}, [], frozenset()
         if saving is not None:
             self.saving = saving
         return slots

@@ -5,8 +5,10 @@ should one be missed) say when to look again. A worker that leaves takes its tri
 the tasks pinned to it are cancelled and the trial is reported in ``WorkersChanged.lost``,
 unless its nanny restarted it for exceeding its memory limit: that trial is halted the first
 time and failed the second (it would kill every worker in turn). A cluster resized from
-here (``ScaleCluster``) gives up its free workers, most recently freed first, and never
-hands out those on their way out.
+here (``ScaleCluster``) gives up its free workers, most recently freed first (those reading
+a checkpoint for another's start last), and never hands out those on their way out. A start
+whose checkpoint was being read on a worker that left is paused, with that reason, and
+resumes as a paused trial does (Dask would wait for ever to read it there again).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Members:
         self._retired: set[str] = set()  # addresses of workers being scaled away
         self._expect: int | None = None  # workers asked for by ScaleCluster, not yet there
         self._paused: tuple[str, ...] = ()  # the workers Dask has paused, as last said
+        self._restarts: list[threading.Thread] = []  # workers' processes being replaced
         self.next_poll = 0.0
 
     def sync(self) -> list[Event]:
@@ -70,6 +73,7 @@ class Members:
         trials = self._placements.trials
         for tid in lost:  # what is left of its workers is freed (no task goes to the gone)
             self._placements.vacate(trials[tid], save=False)
+        stranded = self._stranded({s.addr: s.name for s in gone})
         if self._expect is not None and len(self._slots) >= self._expect:
             self._expect = None
         self._placements.place_queued()
@@ -79,7 +83,20 @@ class Members:
         killed = self._killed_for_memory(held, now)
         lost = [tid for tid in lost if tid not in killed]
         changed = events.WorkersChanged(now, len(self._slots), tuple(lost), paused)
-        return [changed, *killed.values()]
+        return [changed, *killed.values(), *stranded]
+
+    def _stranded(self, gone: dict[str, str]) -> list[Event]:
+        """The trials whose start waited for a checkpoint read on a worker of ``gone``
+        (address -> name), which left before the read was moved: taken off their workers
+        (Dask would wait for ever to compute that read again), halted with that reason."""
+        out = []
+        for t in self._placements.trials.values():
+            if t.stranded_by(set(gone)):
+                name = gone[next(iter(t.sources & set(gone)))]
+                self._placements.vacate(t, save=False)
+                why = f"worker {name}, which read its checkpoint for its start, left first"
+                out.append(events.TrialHalted(t.tid, self._clock.now(), f"paused: {why}"))
+        return out
 
     def scale(self, workers: int) -> list[Event]:
         """Ask the cluster for ``workers`` workers: fewer go at once (free ones, most
@@ -97,7 +114,9 @@ class Members:
             cluster.scale(workers)  # fewer than asked before: those not there yet go first
             return []
         self._expect = None
-        going = self._slots.free()[::-1][: len(self._slots) - workers]
+        reading = {a for t in self._placements.trials.values() for a in t.sources}
+        free = sorted(self._slots.free()[::-1], key=lambda s: s.addr in reading)
+        going = free[: len(self._slots) - workers]  # never one a start waits on, if it can
         self._retired.update(s.addr for s in going)
         self._slots.retire(going)  # never handed out again, even before the scheduler sees
         names = [s.raw_name for s in going] + self._on_their_way(cluster)
@@ -112,9 +131,18 @@ class Members:
         self._retired.update(addrs)
         self._slots.retire([s for s in slots if self._slots.alive(s)])
         if addrs:  # on a thread: the scheduler answers once the new processes joined
-            threading.Thread(
+            thread = threading.Thread(
                 target=_restart, args=(self._client, addrs), name="hypersched-restart", daemon=True
-            ).start()
+            )  # fmt: skip
+            thread.start()
+            self._restarts.append(thread)
+
+    def settle(self) -> None:
+        """Wait for the workers being restarted to be back (each restart is bounded): once
+        the search has ended, its cluster is whole again."""
+        for thread in self._restarts:
+            thread.join(_RESTART_TIMEOUT + 5.0)
+        self._restarts = []
 
     def dying_for_memory(self, t, now: float) -> Event | None:
         """If the nanny of a worker of trial ``t`` is killing it for its memory (its epoch

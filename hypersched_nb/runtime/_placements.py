@@ -306,7 +306,7 @@ class Placements:
                 slot=slot, tag=EpochTag(t.tid, t.token, rank, seq), name=f"hs-start-{t.tid}",
             )  # fmt: skip
 
-        t.launch(send, self._clock)
+        t.launch(send, self._clock, sources=self.transfers.sources(shipped))
 
     # ------------------------------------------------------------------ helpers
 

@@ -107,7 +107,7 @@ class Transfers:
             fut = self._board.submit(
                 _worker.fetch, ckpt.url, slot=holder, tag=ShipTag(tid), name=f"hs-ship-{tid}"
             )  # fmt: skip
-            shipped[ckpt.url] = (fut, True)
+            shipped[ckpt.url] = (fut, holder.addr)
             self._count(shipped=1)
             return fut
         if not self._at_home(tid, ckpt):
@@ -120,14 +120,20 @@ class Transfers:
         except (CheckpointError, OSError, TimeoutError):
             return None
         self._count(sent=sum(map(len, files.values())))
-        shipped[ckpt.url] = (fut, False)
+        shipped[ckpt.url] = (fut, None)
         return fut
 
     @staticmethod
     def reads(shipped: dict) -> list:
         """The reads on workers among ``shipped`` (not this kernel's copies, which would
         then be moved to every rank): what the ranks on the checkpoint's own disk follow."""
-        return [fut for fut, on_worker in shipped.values() if on_worker]
+        return [fut for fut, holder in shipped.values() if holder is not None]
+
+    @staticmethod
+    def sources(shipped: dict) -> frozenset[str]:
+        """The addresses of the workers reading checkpoints among ``shipped``: a start
+        that needs them is stranded if one leaves before its read was moved."""
+        return frozenset(holder for _, holder in shipped.values() if holder is not None)
 
     # ------------------------------------------------------------------ copies home
 

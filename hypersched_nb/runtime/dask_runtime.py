@@ -246,7 +246,8 @@ class DaskRuntime:
 
     def close(self) -> None:
         """Free every worker (replicas torn down; checkpoints stay, and the two best
-        records' weights: those of epochs never reported go). The client stays open."""
+        records' weights: those of epochs never reported go). The client stays open, and the
+        workers being restarted are back."""
         if self._closed:
             return
         self._closed = True
@@ -256,6 +257,7 @@ class DaskRuntime:
         self._quiesce(self._placements.halted)
         self._bring_home()
         self._board.close()
+        self._members.settle()
         self._bests.prune(self._directory)
 
     def _quiesce(self, placements: list[tuple[int, int]]) -> None:

@@ -1,5 +1,6 @@
 """The Dask runtime's workers as :class:`Members` follows them: a worker its nanny is
-killing for its memory, found by a step_timeout before the worker has left."""
+killing for its memory, found by a step_timeout before the worker has left; a worker that
+leaves while it reads a checkpoint for another worker's start."""
 
 from types import SimpleNamespace
 
@@ -12,13 +13,36 @@ GIB = 2**30
 
 
 class Board:
-    """Just enough of the task board: the memory restarts the scheduler has heard of."""
+    """Just enough of the task board: the memory restarts the scheduler has heard of, and
+    the workers it has now."""
 
-    def __init__(self, restarts):
-        self.restarts = restarts
+    def __init__(self, restarts, workers=None):
+        self.restarts, self.everyone = restarts, workers
 
     def memory_restarts(self, addresses, *, within=1.0):
         return {a: rss for a, rss in self.restarts.items() if a in addresses}
+
+    def workers(self):
+        return self.everyone
+
+    def cancel_off(self, workers):
+        pass
+
+
+class Placements:
+    """Just enough of the placements: the trials, vacated as the runtime does."""
+
+    def __init__(self, *trials):
+        self.trials = {t.tid: t for t in trials}
+
+    def vacate(self, t, *, save):
+        t.vacate(token=t.token + 1)
+
+    def place_queued(self):
+        pass
+
+    def drop_queued(self):
+        return []
 
 
 def members_with(trial: LiveTrial, restarts: dict[str, int]):
@@ -54,3 +78,62 @@ def test_a_trial_whose_workers_were_not_killed_for_memory_is_left_to_its_timeout
     members, slots = members_with(t, {"tcp://w:9": GIB})  # another worker's, long ago
     assert members.dying_for_memory(t, 70.0) is None
     assert len(slots) == 2 and t.slots[0].tenant == 0
+
+
+WORKERS = {"tcp://w:1": {"name": 0}, "tcp://w:2": {"name": 1}, "tcp://w:3": {"name": 2}}
+
+
+def starting_on(slots: Slots, tid: int, *, reading_on: str) -> LiveTrial:
+    """A trial placed on a free worker whose start waits for its checkpoint, read on
+    the worker at ``reading_on``."""
+    t = LiveTrial(tid, 1, reported=3)
+    t.place(slots.take(tid, 1))
+    t.launch(lambda rank, slot, seq: object(), SimpleNamespace(now=lambda: 0.0),
+             sources=frozenset({reading_on}))  # fmt: skip
+    return t
+
+
+def test_a_start_whose_checkpoint_was_read_on_a_worker_that_left_is_paused_with_that_reason():
+    slots = Slots()
+    slots.sync(WORKERS)
+    slots.take(9, 1)  # worker 0 is busy: the trial starts on worker 1, its read on worker 2
+    t = starting_on(slots, 0, reading_on="tcp://w:3")
+    board = Board({}, {a: w for a, w in WORKERS.items() if a != "tcp://w:3"})
+    clock = SimpleNamespace(now=lambda: 12.0)
+    members = Members(None, clock, board, slots, Placements(t), poll=5.0, directory="/x")
+    changed, halted = members.sync()
+    assert changed.workers == 2 and changed.lost == ()  # its own worker is still there
+    assert halted == TrialHalted(
+        0, 12.0, "paused: worker 2, which read its checkpoint for its start, left first"
+    )
+    assert t.phase is Phase.IDLE and t.slots == []
+
+
+def test_a_start_that_has_reported_an_epoch_no_longer_needs_the_worker_that_read_for_it():
+    slots = Slots()
+    slots.sync(WORKERS)
+    t = starting_on(slots, 0, reading_on="tcp://w:3")
+    t.report(4, step=0.1, now=1.0, last=False)
+    board = Board({}, {a: w for a, w in WORKERS.items() if a != "tcp://w:3"})
+    clock = SimpleNamespace(now=lambda: 12.0)
+    members = Members(None, clock, board, slots, Placements(t), poll=5.0, directory="/x")
+    assert [type(e).__name__ for e in members.sync()] == ["WorkersChanged"]
+    assert t.phase is Phase.READY
+
+
+def test_a_smaller_cluster_keeps_the_free_worker_that_reads_for_a_start():
+    slots = Slots()
+    slots.sync(WORKERS)
+    busy = slots.take(9, 1)[0]
+    t = starting_on(slots, 0, reading_on="tcp://w:2")  # on worker 1: worker 2 stays free
+    slots.give_back([busy])  # worker 0, freed last, would go first
+    scaled = []
+    cluster = SimpleNamespace(
+        scale=None, scale_down=scaled.extend, worker_spec={}
+    )  # fmt: skip
+    client = SimpleNamespace(cluster=cluster, loop=SimpleNamespace(add_callback=lambda f, a: f(a)))
+    clock = SimpleNamespace(now=lambda: 0.0)
+    members = Members(client, clock, Board({}), slots, Placements(t), poll=5.0, directory="/x")
+    members.scale(2)
+    assert scaled == [0]  # worker 0 went, not worker 2, though it was freed before
+    assert {s.name for s in slots.all()} == {"1", "2"}
