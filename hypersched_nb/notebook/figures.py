@@ -146,6 +146,7 @@ class AllocationHistory:
         self._total = _Writing([0.0], [0])  # workers held by all trials together
         self._held: dict[int, float] = {}  # worker-seconds, up to the trial's last change
         self.holding: set[int] = set()  # trials that hold workers now
+        self._spotlit: tuple[tuple, frozenset[int]] | None = None  # the last spotlight asked
 
     def read(self, snap: ExperimentSnapshot) -> AllocationHistory:
         """Bring the history up to ``snap``; returns itself."""
@@ -200,6 +201,13 @@ class AllocationHistory:
         """The workers held by all trials together, up to ``end``."""
         return self._total.until(end)
 
+    def remembered(self, key: tuple, compute) -> frozenset[int]:
+        """The spotlight of ``key`` (records read, end, best, how many): computed once, as
+        both figures of one redraw ask for it."""
+        if self._spotlit is None or self._spotlit[0] != key:
+            self._spotlit = (key, compute())
+        return self._spotlit[1]
+
     def worker_seconds(self, trial: int, now: float) -> float:
         """Workers × seconds that ``trial`` has held until ``now``."""
         steps = self._steps[trial]
@@ -212,10 +220,16 @@ def spotlight(
     """The trials drawn one by one: those holding workers now, the best, and the ``most``
     that held workers longest (ties: the older trial). The rest are drawn together."""
     now = history.end(snap)
+    best = () if snap.best is None else (snap.best.trial_id,)
+    return history.remembered(
+        (history.records, now, best, most), lambda: _spotlight(history, now, best, most)
+    )
+
+
+def _spotlight(history: AllocationHistory, now: float, best: tuple, most: int) -> frozenset[int]:
     longest = heapq.nsmallest(
         most, history.trials, key=lambda t: (-history.worker_seconds(t, now), t)
     )
-    best = () if snap.best is None else (snap.best.trial_id,)
     return frozenset((*longest, *history.holding, *best))
 
 

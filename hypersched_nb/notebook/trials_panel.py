@@ -3,14 +3,16 @@ from a list shown whole (its configuration, its curve, the workers it held over 
 every decision about it with its reason).
 
 Plain ipywidgets (a ``Dropdown`` to sort by, a ``Dropdown`` of trials, HTML for the rest):
-they need no front-end extension beyond the one the dashboard already uses, and the table
-shows the ``rows`` first trials in the order asked, so a search of thousands of trials stays
-a small message. The panel draws only when the search changed (its ``version``) or the user
-chose something.
+they need no front-end extension beyond the one the dashboard already uses. The table shows
+the ``rows`` first trials in the order asked and the list the ``picks`` best (and the one
+chosen), so a search of thousands of trials stays a small message; every trial is in
+``exp.results()``. The panel draws only when the search changed (its ``version``) or the
+user chose something.
 """
 
 from __future__ import annotations
 
+import heapq
 import html
 import math
 import threading
@@ -26,10 +28,10 @@ SORTS = ("best", "epochs", "workers now", "most workers", "started", "trial")
 class TrialsPanel:
     """``TrialsPanel(snap)``; :meth:`show` brings it to a newer snapshot of the same search."""
 
-    def __init__(self, snap: ExperimentSnapshot, *, rows: int = 15):
+    def __init__(self, snap: ExperimentSnapshot, *, rows: int = 15, picks: int = 100):
         import ipywidgets as w
 
-        self.rows, self.snap = rows, snap
+        self.rows, self.picks, self.snap = rows, picks, snap
         self._lock = threading.RLock()  # the dashboard's thread and the user's choices
         self.sort = w.Dropdown(options=SORTS, value="best", description="sort by")
         self.pick = w.Dropdown(description="trial", options=[])
@@ -44,14 +46,16 @@ class TrialsPanel:
             self._show(snap)
 
     def _show(self, snap: ExperimentSnapshot) -> None:
-        self.snap = snap
-        ordered = sorted_rows(snap, "best")
-        options = [(f"#{r.trial_id} {r.state.lower()}, best {_num(r.best)}", r.trial_id)
-                   for r in ordered]  # fmt: skip
-        chosen = self.pick.value
-        self.pick.options = options
-        if chosen is not None and any(v == chosen for _, v in options):
-            self.pick.value = chosen
+        self.snap, chosen = snap, self.pick.value
+        listed = sorted_rows(snap, "best", first=self.picks)
+        if chosen is not None and all(r.trial_id != chosen for r in listed):
+            listed += [r for r in snap.trials if r.trial_id == chosen]
+        options = tuple((f"#{r.trial_id} {r.state.lower()}, best {_num(r.best)}", r.trial_id)
+                        for r in listed)  # fmt: skip
+        if options != tuple(self.pick.options):
+            self.pick.options = options
+            if chosen is not None and any(v == chosen for _, v in options):
+                self.pick.value = chosen
         self._draw()
 
     def _draw(self) -> None:
@@ -59,7 +63,7 @@ class TrialsPanel:
             self._draw_table()
 
     def _draw_table(self) -> None:
-        rows = sorted_rows(self.snap, self.sort.value)[: self.rows]
+        rows = sorted_rows(self.snap, self.sort.value, first=self.rows)
         head = "".join(
             f"<th>{h}</th>" for h in ("trial", "state", "epochs", "best", "workers", "most", "configuration")
         )  # fmt: skip
@@ -80,8 +84,9 @@ class TrialsPanel:
             self.detail.value = "" if row is None else trial_html(self.snap, row)
 
 
-def sorted_rows(snap: ExperimentSnapshot, by: str) -> list[TrialRow]:
-    """The trials in the order of ``by`` (one of :data:`SORTS`), the best first."""
+def sorted_rows(snap: ExperimentSnapshot, by: str, *, first: int | None = None) -> list[TrialRow]:
+    """The trials in the order of ``by`` (one of :data:`SORTS`), the best first; only the
+    ``first`` of them if given (without sorting the rest)."""
     sign = 1.0 if snap.mode == "max" else -1.0
     keys = {
         "best": lambda r: -sign * r.best if math.isfinite(r.best) else math.inf,
@@ -91,7 +96,10 @@ def sorted_rows(snap: ExperimentSnapshot, by: str) -> list[TrialRow]:
         "started": lambda r: math.inf if r.started_at is None else r.started_at,
         "trial": lambda r: r.trial_id,
     }
-    return sorted(snap.trials, key=lambda r: (keys[by](r), r.trial_id))
+    key = keys[by]
+    if first is not None:
+        return heapq.nsmallest(first, snap.trials, key=lambda r: (key(r), r.trial_id))
+    return sorted(snap.trials, key=lambda r: (key(r), r.trial_id))
 
 
 def trial_html(snap: ExperimentSnapshot, row: TrialRow) -> str:

@@ -322,7 +322,7 @@ class LiveTrial:
 
     def _hold(self, slots: list[Slot]) -> None:
         self.slots, self.rendezvous = slots, None
-        waits = [self.saving, *(s.save for s in slots)]
+        waits = [self.saving, *(s.awaits for s in slots)]
         self.deps = {task.key: task for task in waits if task is not None}
 
     def _sent(self, send: Send, *, starting: bool, epochs: int) -> None:

@@ -59,7 +59,10 @@ class Members:
         }  # fmt: skip
         gone, added = self._slots.sync(workers)
         for s in added:  # torch's import takes seconds: done before a trial waits for it
-            self._board.submit(_worker.warm, self._directory, slot=s, tag=WarmTag(), name="hs-warm")
+            fut = self._board.submit(
+                _worker.warm, self._directory, slot=s, tag=WarmTag(), name="hs-warm"
+            )  # fmt: skip
+            self._slots.warming(s, fut)
         paused, was = self._slots.paused(), self._paused
         self._paused = paused
         if not gone and not added:

@@ -85,6 +85,7 @@ class Outcomes:
                     found = self._board.fetch(fut)
                     if found is not None:  # None: its worker left first, its successor warms
                         note_store(task.slot, found, self._dir, self._home, raise_=False)
+                    self._placements.warmed(fut)
                 case PrepTag() | SaveTag():
                     out = self._board.fetch(fut)
                     failed = self._placements.prepared(task, out)

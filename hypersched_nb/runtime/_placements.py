@@ -219,7 +219,7 @@ class Placements:
         if type(out) is Handover and out.ckpt is not None:
             self.keep(t, out.ckpt, task.slot)
         t.saved(fut)
-        self._slots.saved(fut)
+        self._slots.over(fut)
         if type(task.tag) is PrepTag and task.tag.token == t.token and fut.key in t.deps:
             if type(out) is Failed:
                 return t
@@ -227,6 +227,12 @@ class Placements:
                 t.meet_at(out.rendezvous)
         self._unblock(fut)
         return None
+
+    def warmed(self, fut) -> None:
+        """A new worker's warm-up is over (its store is known, or never will be): the
+        start placed there meanwhile goes out."""
+        self._slots.over(fut)
+        self._unblock(fut)
 
     # ------------------------------------------------------------------ checkpoints
 

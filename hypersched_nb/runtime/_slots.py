@@ -10,7 +10,7 @@ __all__ = ["Slot", "Slots"]
 
 class Slot:
     __slots__ = (
-        "addr", "freed", "gpu", "memory_limit", "name", "paused", "raw_name", "save", "store",
+        "addr", "awaits", "freed", "gpu", "memory_limit", "name", "paused", "raw_name", "store",
         "tenant",
     )  # fmt: skip
 
@@ -19,7 +19,9 @@ class Slot:
         self.memory_limit = memory_limit  # bytes its nanny lets it hold (0: no limit)
         self.tenant: int | None = None  # the trial holding it
         self.freed = 0  # when it was last given back (a counter): least recently freed first
-        self.save = None  # the last tenant's checkpoint task: the next start waits for it
+        # the task the next start there waits for: its last tenant's pause checkpoint, or its
+        # warm-up, which says its store (unknown, a start would be sent its checkpoint's files)
+        self.awaits = None
         self.store: str | None = None  # the store_id of its checkpoint folder (None: unknown)
         self.paused = False  # Dask paused it (memory): it runs nothing, and gets no new trial
 
@@ -107,10 +109,15 @@ class Slots:
     def saving(self, slot: Slot, fut) -> None:
         """``slot``'s last tenant is writing its checkpoint in ``fut``: the next start there
         waits for it."""
-        slot.save = fut
+        slot.awaits = fut
 
-    def saved(self, fut) -> None:
-        """Checkpoint task ``fut`` is over: no start waits for it any more."""
+    def warming(self, slot: Slot, fut) -> None:
+        """``slot``'s new worker is warmed up in ``fut``, which says its store: the first
+        start there waits for it (it would wait behind it on the worker anyway)."""
+        slot.awaits = fut
+
+    def over(self, fut) -> None:
+        """Task ``fut`` (a checkpoint, a warm-up) is over: no start waits for it any more."""
         for s in self._by_name.values():
-            if s.save is fut:
-                s.save = None
+            if s.awaits is fut:
+                s.awaits = None

@@ -322,9 +322,26 @@ def test_the_trials_sort_by_the_column_chosen_and_one_chosen_shows_whole(finishe
     assert epochs == sorted(epochs, reverse=True)
     first_row = panel.table.value.split("<tr>")[2]
     assert first_row.startswith(f"<td>#{sorted_rows(snap, 'epochs')[0].trial_id}</td>")
+    assert sorted_rows(snap, "epochs", first=3) == sorted_rows(snap, "epochs")[:3]
     panel.pick.value = best
     detail = panel.detail.value
     assert f"trial {best}" in detail and f"lr={snap.best.config['lr']:.4g}" in detail
     decisions = [e for e in snap.events if e["trial"] == best]
     assert detail.count("<tr>") == len(decisions) > 0  # every decision about it, with its reason
     assert "workers</b> 1 from" in detail  # the workers it held over time
+
+
+def test_the_trial_list_holds_the_best_few_and_keeps_the_one_chosen(finished):
+    """A search of thousands of trials would send every one of them at each redraw: the
+    list offers the ``picks`` best, and the trial chosen stays while it falls behind."""
+    from hypersched_nb.notebook.trials_panel import TrialsPanel, sorted_rows
+
+    snap = finished.statistics()
+    first, second = (r.trial_id for r in sorted_rows(snap, "best", first=2))
+    panel = TrialsPanel(snap, picks=2)
+    assert [v for _, v in panel.pick.options] == [first, second]
+    panel.pick.value = second
+    panel.picks = 1
+    panel.show(snap)
+    assert [v for _, v in panel.pick.options] == [first, second] and panel.pick.value == second
+    assert f"trial {second}" in panel.detail.value

@@ -191,7 +191,7 @@ def test_a_start_on_a_trial_that_holds_workers_is_refused():
 
 def test_a_placed_trial_waits_for_pause_checkpoints_but_never_for_copies_home():
     trial, (a, b) = LiveTrial(7, token=1), slots("a", "b")
-    b.save = Task("b's last tenant's pause")
+    b.awaits = Task("b's last tenant's pause")
     trial.fetching_home(Task("copy home"))  # in the background: nothing waits for it
     trial.place([a, b])
     assert trial.phase is PREPARING and trial.slots == [a, b] and trial.rendezvous is None

@@ -28,6 +28,9 @@ class Board:
     def cancel_off(self, workers):
         pass
 
+    def submit(self, fn, *args, slot, tag, name):
+        return SimpleNamespace(key=f"{name} on {slot.name}")
+
 
 class Placements:
     """Just enough of the placements: the trials, vacated as the runtime does."""
@@ -137,3 +140,19 @@ def test_a_smaller_cluster_keeps_the_free_worker_that_reads_for_a_start():
     members.scale(2)
     assert scaled == [0]  # worker 0 went, not worker 2, though it was freed before
     assert {s.name for s in slots.all()} == {"1", "2"}
+
+
+def test_a_start_on_a_worker_that_just_joined_waits_for_its_warm_up_which_says_its_disk():
+    """Until its warm-up says which store its checkpoint folder is, a new worker would be
+    sent the checkpoint's files read on another worker (the one a shrink may retire)."""
+    slots = Slots()
+    slots.sync({"tcp://w:1": {"name": 0}})
+    board = Board({}, WORKERS)
+    clock = SimpleNamespace(now=lambda: 3.0)
+    members = Members(None, clock, board, slots, Placements(), poll=5.0, directory="/x")
+    members.sync()
+    t = LiveTrial(0, 1, reported=2)
+    t.place([slots.get("2")])
+    assert set(t.deps) == {"hs-warm on 2"}
+    slots.over(t.deps["hs-warm on 2"])
+    assert slots.get("2").awaits is None

@@ -51,9 +51,9 @@ def test_a_start_on_a_slot_waits_for_its_last_tenants_checkpoint():
     slots.sync(_workers(a="tcp://h:1"))
     a, checkpoint = slots.get("a"), object()
     slots.saving(a, checkpoint)
-    assert a.save is checkpoint  # what the next start there waits for
-    slots.saved(checkpoint)
-    assert a.save is None
+    assert a.awaits is checkpoint  # what the next start there waits for
+    slots.over(checkpoint)
+    assert a.awaits is None
 
 
 def test_take_keeps_a_trials_own_slots_first():
