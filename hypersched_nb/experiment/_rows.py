@@ -6,17 +6,20 @@ objects, and in a kernel of a few hundred thousand objects those are what sets o
 full garbage collections (while one runs, every thread waits: it lands on the snapshot that
 set it off). Most trials of a long search are over and never change again, so a row is kept
 with the trial's :func:`mark` (what a row shows, read without building anything that lives)
-and handed out again while the mark is the same.
+and handed out again while the mark is the same; the row of a trial already seen over
+(terminated or errored, states it never leaves) is handed out without even a mark.
 """
 
 from __future__ import annotations
 
 import math
 
-from hypersched_nb.core.trial import Trial
+from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.experiment.snapshot import TrialRow
 
 __all__ = ["Rows", "row"]
+
+_OVER = frozenset((TrialState.TERMINATED, TrialState.ERRORED))  # no move leaves them
 
 
 def row(t: Trial, peak: int) -> TrialRow:
@@ -46,15 +49,19 @@ class Rows:
     """Rows of the trials, each kept while its trial's :func:`mark` stays the same."""
 
     def __init__(self):
-        self._kept: dict[int, tuple[tuple, TrialRow]] = {}
+        # trial -> (its mark, its row, whether it is over)
+        self._kept: dict[int, tuple[tuple, TrialRow, bool]] = {}
 
     def of(self, trials, peak: dict[int, int]) -> tuple[TrialRow, ...]:
         kept, out = self._kept, []
         for t in trials:
+            old = kept.get(t.trial_id)
+            if old is not None and old[2]:
+                out.append(old[1])
+                continue
             held = peak.get(t.trial_id, 0)
             now = mark(t, held)
-            old = kept.get(t.trial_id)
             if old is None or old[0] != now:
-                old = kept[t.trial_id] = (now, row(t, held))
+                old = kept[t.trial_id] = (now, row(t, held), t.state in _OVER)
             out.append(old[1])
         return tuple(out)

@@ -16,6 +16,7 @@ from hypersched_nb.experiment._budget_check import below_one_epoch
 from hypersched_nb.experiment._fail_fast import FailFast, SearchFailed
 from hypersched_nb.experiment._observed import Observed
 from hypersched_nb.experiment._records import RecordKind
+from hypersched_nb.experiment._timeline import Timeline
 from hypersched_nb.experiment.deadline import format_duration, resolve_deadline
 from hypersched_nb.experiment.driver import Driver
 from hypersched_nb.experiment.journal import JournalWriter
@@ -58,6 +59,7 @@ class Search:
     heard: Heard
     cost_budget: float | None
     user_events: list = field(default_factory=list)  # what the user did (deadline moves)
+    timeline: Timeline = field(default_factory=Timeline)  # both, in order as they came
 
     def run(self) -> None:
         """The search's thread: the driver loop, then the failure that stopped it, if one
@@ -121,8 +123,10 @@ class Search:
 
     def events(self) -> list[dict]:
         """Every decision and every act of the user, oldest first."""
-        journal = list(self.driver.outcome.journal) + list(self.user_events)
-        return sorted(journal, key=lambda e: e["time"])
+        return list(self._ordered())
+
+    def _ordered(self) -> list[dict]:
+        return self.timeline.read(self.driver.outcome.journal, self.user_events)
 
     def snapshot(self, session, rows, *, policy, metric: str, mode: str, forecast, prior=None):
         """The frozen :class:`ExperimentSnapshot` of this search now (``prior``: the label
@@ -141,7 +145,7 @@ class Search:
             policy=getattr(policy, "name", type(policy).__name__),
             describe=policy.describe(ctx), workers=d.capacity,
             trials=rows.of(d.trials.values(), obs.peak), allocation=tuple(obs.allocation),
-            capacity=tuple(obs.capacity), best=self.best(), events=tuple(self.events()),
+            capacity=tuple(obs.capacity), best=self.best(), events=tuple(self._ordered()),
             started=session.started, error=error, version=obs.version, forecast=forecast,
             stopped_at=session.stopped_at, resumed_at=session.resumed_at, prior=prior,
             paused_workers=() if over else obs.paused_workers,

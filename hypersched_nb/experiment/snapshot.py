@@ -9,6 +9,7 @@ for a live search.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -219,8 +220,9 @@ class ExperimentSnapshot:
             return pd.DataFrame(columns=list(_COLUMNS)).set_index("trial")
         # column by column: a handful of lists, not a dict per trial, to keep the garbage
         # collector out of it (see :mod:`._rows`)
-        columns = {name: [getattr(r, name) for r in self.trials] for name in _COLUMNS[1:]}
-        columns["trial"] = [r.trial_id for r in self.trials]
+        read = operator.attrgetter("trial_id", *_COLUMNS[1:])  # a tuple per trial, turned
+        by_column = zip(*map(read, self.trials), strict=True)  # into one per column
+        columns = dict(zip(_COLUMNS, map(list, by_column), strict=True))
         names = dict.fromkeys(k for r in self.trials for k in r.config)
         for k in names:
             columns[f"config_{k}"] = [r.config.get(k, math.nan) for r in self.trials]
