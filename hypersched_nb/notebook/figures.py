@@ -146,7 +146,9 @@ class AllocationHistory:
         self._total = _Writing([0.0], [0])  # workers held by all trials together
         self._held: dict[int, float] = {}  # worker-seconds, up to the trial's last change
         self.holding: set[int] = set()  # trials that hold workers now
-        self._spotlit: tuple[tuple, frozenset[int]] | None = None  # the last spotlight asked
+        # the trials that held workers longest, as last ranked: (end, how many, their ids)
+        self._longest: tuple[float, int, list[int]] | None = None
+        self._touched: set[int] = set()  # trials whose workers changed since
 
     def read(self, snap: ExperimentSnapshot) -> AllocationHistory:
         """Bring the history up to ``snap``; returns itself."""
@@ -174,6 +176,7 @@ class AllocationHistory:
         if steps.times:
             self._held[a.trial] = self._held.get(a.trial, 0.0) + before * (t - steps.times[-1])
         steps.set(t, a.workers)
+        self._touched.add(a.trial)
         self._total.set(t, self._total.last - before + a.workers)
         if a.workers:
             self.holding.add(a.trial)
@@ -201,12 +204,18 @@ class AllocationHistory:
         """The workers held by all trials together, up to ``end``."""
         return self._total.until(end)
 
-    def remembered(self, key: tuple, compute) -> frozenset[int]:
-        """The spotlight of ``key`` (records read, end, best, how many): computed once, as
-        both figures of one redraw ask for it."""
-        if self._spotlit is None or self._spotlit[0] != key:
-            self._spotlit = (key, compute())
-        return self._spotlit[1]
+    def longest(self, most: int, now: float) -> list[int]:
+        """The ``most`` trials that held workers longest until ``now`` (ties: the older).
+        A trial's worker-seconds never shrink while ``now`` goes on, so only the last ones
+        ranked, the trials whose workers changed since and those holding some can rank now:
+        a redraw of 10,000 trials looks at a few dozen."""
+        last = self._longest
+        pool = self._steps.keys()
+        if last is not None and last[1] == most and now >= last[0]:
+            pool = {*last[2], *self._touched, *self.holding}
+        top = heapq.nsmallest(most, pool, key=lambda t: (-self.worker_seconds(t, now), t))
+        self._longest, self._touched = (now, most, top), set()
+        return top
 
     def worker_seconds(self, trial: int, now: float) -> float:
         """Workers × seconds that ``trial`` has held until ``now``."""
@@ -219,17 +228,8 @@ def spotlight(
 ) -> frozenset[int]:
     """The trials drawn one by one: those holding workers now, the best, and the ``most``
     that held workers longest (ties: the older trial). The rest are drawn together."""
-    now = history.end(snap)
+    longest = history.longest(most, history.end(snap))
     best = () if snap.best is None else (snap.best.trial_id,)
-    return history.remembered(
-        (history.records, now, best, most), lambda: _spotlight(history, now, best, most)
-    )
-
-
-def _spotlight(history: AllocationHistory, now: float, best: tuple, most: int) -> frozenset[int]:
-    longest = heapq.nsmallest(
-        most, history.trials, key=lambda t: (-history.worker_seconds(t, now), t)
-    )
     return frozenset((*longest, *history.holding, *best))
 
 

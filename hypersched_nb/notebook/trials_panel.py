@@ -12,7 +12,6 @@ user chose something.
 
 from __future__ import annotations
 
-import heapq
 import html
 import math
 import threading
@@ -80,26 +79,36 @@ class TrialsPanel:
 
     def _draw_detail(self) -> None:
         with self._lock:
-            row = next((r for r in self.snap.trials if r.trial_id == self.pick.value), None)
+            chosen = self.pick.value
+            row = None if chosen is None else next(
+                (r for r in self.snap.trials if r.trial_id == chosen), None
+            )  # fmt: skip
             self.detail.value = "" if row is None else trial_html(self.snap, row)
 
 
 def sorted_rows(snap: ExperimentSnapshot, by: str, *, first: int | None = None) -> list[TrialRow]:
-    """The trials in the order of ``by`` (one of :data:`SORTS`), the best first; only the
-    ``first`` of them if given (without sorting the rest)."""
-    sign = 1.0 if snap.mode == "max" else -1.0
-    keys = {
-        "best": lambda r: -sign * r.best if math.isfinite(r.best) else math.inf,
-        "epochs": lambda r: -r.epochs,
-        "workers now": lambda r: -r.workers,
-        "most workers": lambda r: -r.peak_workers,
-        "started": lambda r: math.inf if r.started_at is None else r.started_at,
-        "trial": lambda r: r.trial_id,
-    }
-    key = keys[by]
-    if first is not None:
-        return heapq.nsmallest(first, snap.trials, key=lambda r: (key(r), r.trial_id))
-    return sorted(snap.trials, key=lambda r: (key(r), r.trial_id))
+    """The trials in the order of ``by`` (one of :data:`SORTS`), the best first (ties: the
+    older trial); only the ``first`` of them if given. One column read per sort and sorted
+    in numpy: a redraw of 10,000 trials sorts twice."""
+    import numpy as np
+
+    rows = snap.trials
+    n = len(rows)
+    ids = np.fromiter((r.trial_id for r in rows), dtype=np.int64, count=n)
+    if by == "best":
+        best = np.fromiter((r.best for r in rows), dtype=float, count=n)
+        sign = 1.0 if snap.mode == "max" else -1.0
+        key = np.where(np.isfinite(best), -sign * best, np.inf)
+    elif by == "started":
+        starts = (math.inf if r.started_at is None else r.started_at for r in rows)
+        key = np.fromiter(starts, dtype=float, count=n)
+    elif by == "trial":
+        key = ids
+    else:  # the most first
+        attr = {"epochs": "epochs", "workers now": "workers", "most workers": "peak_workers"}[by]
+        key = -np.fromiter((getattr(r, attr) for r in rows), dtype=float, count=n)
+    order = np.lexsort((ids, key))[:first]
+    return [rows[i] for i in order]
 
 
 def trial_html(snap: ExperimentSnapshot, row: TrialRow) -> str:

@@ -345,3 +345,29 @@ def test_the_trial_list_holds_the_best_few_and_keeps_the_one_chosen(finished):
     panel.show(snap)
     assert [v for _, v in panel.pick.options] == [first, second] and panel.pick.value == second
     assert f"trial {second}" in panel.detail.value
+
+
+def test_each_sort_puts_the_best_first_and_ties_by_the_older_trial(finished):
+    import dataclasses
+    import math
+
+    from hypersched_nb.notebook.trials_panel import SORTS, sorted_rows
+
+    snap = finished.statistics()
+    rows = list(snap.trials)
+    rows[0] = dataclasses.replace(rows[0], best=math.nan, started_at=None)  # never reported
+    snap = dataclasses.replace(snap, trials=tuple(rows))
+    sign = 1.0 if snap.mode == "max" else -1.0
+    plain = {
+        "best": lambda r: -sign * r.best if math.isfinite(r.best) else math.inf,
+        "epochs": lambda r: -r.epochs,
+        "workers now": lambda r: -r.workers,
+        "most workers": lambda r: -r.peak_workers,
+        "started": lambda r: math.inf if r.started_at is None else r.started_at,
+        "trial": lambda r: r.trial_id,
+    }
+    for by in SORTS:
+        expected = sorted(snap.trials, key=lambda r, k=plain[by]: (k(r), r.trial_id))
+        assert sorted_rows(snap, by) == expected, by
+        assert sorted_rows(snap, by, first=4) == expected[:4], by
+    assert sorted_rows(snap, "best")[-1] is snap.trials[0]  # no result: last

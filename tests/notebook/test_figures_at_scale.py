@@ -76,6 +76,19 @@ def test_a_history_read_in_steps_is_the_history_read_at_once(crowded):
     assert spotlight(stepped, final) == spotlight(whole, final)
 
 
+def test_the_longest_held_ranked_as_the_search_goes_are_those_ranked_anew(crowded):
+    """Ranked from the last ranking and the trials that changed since, at every view and at
+    ends that go on or back (a deadline moved earlier), as a ranking of every trial."""
+    final = crowded.statistics()
+    going = AllocationHistory()
+    for snap in views(final, 15):
+        going.read(snap)
+        end = going.end(snap)
+        for now, most in ((end, 5), (end + 7.0, 5), (end - 3.0, 5), (end, 8)):
+            anew = sorted(going.trials, key=lambda t: (-going.worker_seconds(t, now), t))
+            assert going.longest(most, now) == anew[:most]
+
+
 def test_every_band_tops_the_workers_of_the_trials_at_and_below_it(crowded):
     snap = crowded.statistics()
     times, series = snap.allocation_series()
