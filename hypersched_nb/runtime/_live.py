@@ -154,9 +154,10 @@ class LiveTrial:
         return self.batch > 1 and self.phase in (Phase.TRAINING, Phase.AHEAD)
 
     def stranded_by(self, gone: set[str]) -> bool:
-        """Its start waits for a checkpoint read on one of the workers at ``gone``, which
-        left before it was read: the start would wait for it for ever."""
-        return self.starting and self.phase is Phase.TRAINING and not self.sources.isdisjoint(gone)
+        """Its start, or the rewind a resize waits for, needs a checkpoint read on one of
+        the workers at ``gone``, which left before it was read: it would wait for ever."""
+        waiting = self.phase is Phase.PREPARING or (self.starting and self.phase is Phase.TRAINING)
+        return waiting and not self.sources.isdisjoint(gone)
 
     @property
     def current(self) -> bool:
@@ -276,11 +277,13 @@ class LiveTrial:
         self.memory_kills += 1
         return self.memory_kills
 
-    def wait_for(self, task) -> None:
-        """Its start (PREPARING) waits for ``task`` (a hand-over, a port) too."""
+    def wait_for(self, task, *, sources: frozenset[str] = frozenset()) -> None:
+        """Its start (PREPARING) waits for ``task`` (a hand-over, a port, a rewind) too;
+        ``sources``: the workers reading a checkpoint for that task."""
         if self.phase is not Phase.PREPARING:
             raise _refused(self, "wait")
         self.deps[task.key] = task
+        self.sources |= sources
 
     def unblocked(self, task) -> bool:
         """``task`` is done: True if its start (PREPARING) waited for it and for nothing else."""
@@ -321,7 +324,7 @@ class LiveTrial:
     # ------------------------------------------------------------------ helpers
 
     def _hold(self, slots: list[Slot]) -> None:
-        self.slots, self.rendezvous = slots, None
+        self.slots, self.rendezvous, self.sources = slots, None, frozenset()
         waits = [self.saving, *(s.awaits for s in slots)]
         self.deps = {task.key: task for task in waits if task is not None}
 

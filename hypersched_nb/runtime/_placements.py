@@ -151,11 +151,12 @@ class Placements:
         group = workers > 1
         if ahead and not t.current:  # its replica ran past the epochs reported: rebuild them
             self._settle(t)
-            files = self.transfers.files_for(tid, t.ckpt, old[0], {})
+            shipped: dict = {}
+            files = self.transfers.files_for(tid, t.ckpt, old[0], shipped)
             t.wait_for(self._board.submit(
                 _worker.rewind, self._spec(t, 0, 1), t.ckpt, files, rendezvous=group,
                 slot=old[0], tag=PrepTag(tid, t.token), name=f"hs-resize-{tid}",
-            ))  # fmt: skip
+            ), sources=self.transfers.sources(shipped))  # fmt: skip
         elif not t.current or group:
             save = None if t.current else self._save_spec(t)
             t.wait_for(self._board.submit(

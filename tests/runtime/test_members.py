@@ -112,6 +112,21 @@ def test_a_start_whose_checkpoint_was_read_on_a_worker_that_left_is_paused_with_
     assert t.phase is Phase.IDLE and t.slots == []
 
 
+def test_a_resize_whose_rewind_waits_for_a_read_on_a_worker_that_left_is_paused_too():
+    slots = Slots()
+    slots.sync(WORKERS)
+    t = starting_on(slots, 0, reading_on="tcp://w:3")
+    t.report(4, step=0.1, now=1.0, last=False)
+    t.resize(t.slots, token=2, now=2.0)  # ran ahead: rebuilt from a checkpoint read on w:3
+    t.wait_for(SimpleNamespace(key="hs-resize-0"), sources=frozenset({"tcp://w:3"}))
+    board = Board({}, {a: w for a, w in WORKERS.items() if a != "tcp://w:3"})
+    clock = SimpleNamespace(now=lambda: 12.0)
+    members = Members(None, clock, board, slots, Placements(t), poll=5.0, directory="/x")
+    _, halted = members.sync()
+    assert halted.reason == "paused: worker 2, which read its checkpoint for its start, left first"
+    assert t.phase is Phase.IDLE
+
+
 def test_a_start_that_has_reported_an_epoch_no_longer_needs_the_worker_that_read_for_it():
     slots = Slots()
     slots.sync(WORKERS)
