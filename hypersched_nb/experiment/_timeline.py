@@ -38,7 +38,7 @@ class Timeline:
             return self._events
         new.sort(key=lambda pair: pair[0])
         if self._keys and new[0][0] < self._keys[-1]:  # older than the last held: all again
-            new = sorted(zip(self._keys, self._events, strict=True), key=lambda p: p[0]) + new
+            new = [*zip(self._keys, self._events, strict=True), *new]  # both in order: merged
             new.sort(key=lambda pair: pair[0])
             self._keys, self._events = [], []
         self._keys.extend(k for k, _ in new)
