@@ -178,20 +178,47 @@ def timed(call):
     return time.perf_counter() - start, out
 
 
-def watch(exp: Experiment, dash: Dashboard, pause: float) -> dict[str, Timings]:
-    """Time snapshot, redraw and ``results()`` over and over until the search is over."""
-    measures = {name: Timings() for name in ("snapshot", "redraw", "turn", "results")}
+class ThreadCPU:
+    """CPU seconds of each of this process's threads, read now and then while they live
+    (the search's own threads end with it), summed by the thread's name."""
+
+    def __init__(self):
+        self.seen: dict[int, tuple[str, float]] = {}  # thread id -> its name, CPU seconds
+
+    def read(self) -> None:
+        import psutil
+
+        names = {t.native_id: t.name for t in threading.enumerate()}
+        for t in psutil.Process().threads():
+            name = names.get(t.id) or self.seen.get(t.id, ("other", 0.0))[0]
+            self.seen[t.id] = (name, t.user_time + t.system_time)
+
+    def since(self, before: dict[int, tuple[str, float]]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for tid, (name, cpu) in self.seen.items():
+            out[name] = out.get(name, 0.0) + cpu - before.get(tid, (name, 0.0))[1]
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def watch(exp: Experiment, dash: Dashboard, pause: float, threads: ThreadCPU) -> dict[str, Timings]:
+    """Time snapshot, redraw and ``results()`` over and over until the search is over (and
+    read the threads' CPU every 20 turns)."""
+    measures = {name: Timings() for name in ("snapshot", "redraw", "redraw CPU", "turn", "results")}
     while True:
         took, snap = timed(exp.statistics)
         if snap.done:  # the search is over (the cluster is closing)
             break
+        cpu = time.thread_time()
         drew, _ = timed(lambda snap=snap: dash.refresh(snap))
         n = len(snap.trials)
         measures["snapshot"].add(took, n)
         measures["redraw"].add(drew, n)
+        measures["redraw CPU"].add(time.thread_time() - cpu, n)
         measures["turn"].add(took + drew, n)
         took, frame = timed(exp.results)
         measures["results"].add(took, len(frame))
+        if len(measures["results"].seconds) % 20 == 0:
+            threads.read()
         time.sleep(pause)
     return measures
 
@@ -225,9 +252,13 @@ def run(args) -> dict:
         if args.gc_freeze:
             gc.freeze()  # what is alive now is never scanned again by a collection
         gc.callbacks.append(collections)
-        measures = watch(exp, dash, args.pause)
+        threads = ThreadCPU()
+        threads.read()
+        cpu_before = dict(threads.seen)
+        measures = watch(exp, dash, args.pause, threads)
         gc.callbacks.remove(collections)
         wall = time.perf_counter() - t0
+        threads.read()
         tracked_end = len(gc.get_objects())
         exp.wait()
         final = exp.statistics()
@@ -247,6 +278,7 @@ def run(args) -> dict:
             "objects_at_end": tracked_end,
             "objects_frozen": frozen,
         },  # fmt: skip
+        "thread_cpu_s": threads.since(cpu_before),
         "whole": {k: v.summary() for k, v in measures.items()},
         "last_quarter": {k: v.summary(least=int(0.75 * args.trials)) for k, v in measures.items()},
         "timings": {k: asdict(v) for k, v in measures.items()},
@@ -293,7 +325,7 @@ def report(out: dict) -> None:
         for name, s in out[part].items():
             if s["count"]:
                 print(
-                    f"    {name:<9} n={s['count']:>4}  p50 {s['p50_ms']:7.1f} ms  "
+                    f"    {name:<10} n={s['count']:>4}  p50 {s['p50_ms']:7.1f} ms  "
                     f"p99 {s['p99_ms']:7.1f} ms  max {s['max_ms']:7.1f} ms"
                 )
     print(
@@ -301,6 +333,8 @@ def report(out: dict) -> None:
         f"{mem['baseline_mb']:.0f} MB, peak {mem['peak_mb']:.0f} MB, "
         f"growth {mem['growth_mb']:.0f} MB, at the end {mem['end_mb']:.0f} MB"
     )
+    threads = ", ".join(f"{k} {v:.1f}" for k, v in list(out["thread_cpu_s"].items())[:5])
+    print(f"  CPU of this process's threads while it was watched (seconds): {threads}")
     gcs = out["full_collections"]
     print(
         f"  full garbage collections during the search: {gcs['count']}, longest "

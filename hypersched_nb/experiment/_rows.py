@@ -7,7 +7,8 @@ full garbage collections (while one runs, every thread waits: it lands on the sn
 set it off). Most trials of a long search are over and never change again, so a row is kept
 with the trial's :func:`mark` (what a row shows, read without building anything that lives)
 and handed out again while the mark is the same; the row of a trial already seen over
-(terminated or errored, states it never leaves) is handed out without even a mark.
+(terminated or errored, states it never leaves) is handed out without even a mark. The
+same rows are kept as columns too (:mod:`.columns`), written only where a row was built.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import math
 
 from hypersched_nb.core.trial import Trial, TrialState
+from hypersched_nb.experiment.columns import ColumnKeeper, TrialColumns
 from hypersched_nb.experiment.snapshot import TrialRow
 
 __all__ = ["Rows", "row"]
@@ -46,15 +48,20 @@ def mark(t: Trial, peak: int) -> tuple:
 
 
 class Rows:
-    """Rows of the trials, each kept while its trial's :func:`mark` stays the same."""
+    """Rows of the trials, each kept while its trial's :func:`mark` stays the same, and their
+    columns. The trials come in the same order every time, new ones last (the driver's
+    table only grows)."""
 
     def __init__(self):
         # trial -> (its mark, its row, whether it is over)
         self._kept: dict[int, tuple[tuple, TrialRow, bool]] = {}
+        self._columns = ColumnKeeper()
 
-    def of(self, trials, peak: dict[int, int]) -> tuple[TrialRow, ...]:
-        kept, out = self._kept, []
-        for t in trials:
+    def of(self, trials, peak: dict[int, int]) -> tuple[tuple[TrialRow, ...], TrialColumns]:
+        """The rows of ``trials`` (having held at most ``peak`` workers each) and their
+        columns."""
+        kept, out, columns = self._kept, [], self._columns
+        for i, t in enumerate(trials):
             old = kept.get(t.trial_id)
             if old is not None and old[2]:
                 out.append(old[1])
@@ -63,5 +70,7 @@ class Rows:
             now = mark(t, held)
             if old is None or old[0] != now:
                 old = kept[t.trial_id] = (now, row(t, held), t.state in _OVER)
+                columns.write(i, old[1])
             out.append(old[1])
-        return tuple(out)
+        rows = tuple(out)
+        return rows, columns.frozen(rows)

@@ -140,11 +140,12 @@ class Search:
         # every "left" it shows, and the deadline in force now (moved since its last turn)
         ctx = d.context()._replace(now=now, deadline=d.deadline)
         over = session.status in ("finished", "failed")
+        trials, columns = rows.of(d.trials.values(), obs.peak)
         return ExperimentSnapshot(
             time=now, deadline=d.deadline, status=session.status, metric=metric, mode=mode,
             policy=getattr(policy, "name", type(policy).__name__),
             describe=policy.describe(ctx), workers=d.capacity,
-            trials=rows.of(d.trials.values(), obs.peak), allocation=tuple(obs.allocation),
+            trials=trials, columns=columns, allocation=tuple(obs.allocation),
             capacity=tuple(obs.capacity), best=self.best(), events=tuple(self._ordered()),
             started=session.started, error=error, version=obs.version, forecast=forecast,
             stopped_at=session.stopped_at, resumed_at=session.resumed_at, prior=prior,

@@ -9,12 +9,13 @@ for a live search.
 from __future__ import annotations
 
 import math
-import operator
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from hypersched_nb.experiment.columns import TrialColumns
 from hypersched_nb.experiment.deadline import format_duration
 
 if TYPE_CHECKING:
@@ -93,23 +94,33 @@ class ExperimentSnapshot:
     # the workers Dask has paused now (memory past its pause threshold): they run nothing
     # and get no new trial until resumed; none once the search is over
     paused_workers: tuple[str, ...] = ()
-    counts: Mapping[str, int] = field(default_factory=dict)
     # the last forecast asked of the search (not its state: two snapshots of one moment
     # are equal whatever was forecast between them)
     forecast: ForecastMade | None = field(default=None, compare=False)
+    # the trials column by column (:mod:`.columns`): given by a live search, which keeps
+    # them as it goes; read from ``trials`` when not given, or given for other rows
+    columns: TrialColumns | None = field(default=None, compare=False, repr=False)
+    # trials per state, read from the columns (never given: a snapshot replaced with other
+    # trials counts them anew)
+    counts: Mapping[str, int] = field(init=False, compare=False, default_factory=dict)
 
     def __post_init__(self):
-        if not self.counts:
-            n = {s: 0 for s in ("PENDING", "RUNNING", "PAUSED", "TERMINATED", "ERRORED")}
-            for row in self.trials:
-                n[row.state] = n.get(row.state, 0) + 1
-            object.__setattr__(self, "counts", n)
+        if self.columns is None or self.columns.rows is not self.trials:
+            object.__setattr__(self, "columns", TrialColumns.of(self.trials))
+        n = {s: 0 for s in ("PENDING", "RUNNING", "PAUSED", "TERMINATED", "ERRORED")}
+        n.update(Counter(self.columns.state.tolist()))
+        object.__setattr__(self, "counts", n)
 
     # ------------------------------------------------------------------ derived
 
     @property
     def time_left(self) -> float:
         return max(0.0, self.deadline - self.time)
+
+    def row(self, trial_id: int) -> TrialRow | None:
+        """The row of the trial ``trial_id`` (None: no such trial)."""
+        i = self.columns.position(trial_id)
+        return None if i is None else self.trials[i]
 
     @property
     def running(self) -> tuple[TrialRow, ...]:
@@ -218,14 +229,14 @@ class ExperimentSnapshot:
 
         if not self.trials:
             return pd.DataFrame(columns=list(_COLUMNS)).set_index("trial")
-        # column by column: a handful of lists, not a dict per trial, to keep the garbage
-        # collector out of it (see :mod:`._rows`)
-        read = operator.attrgetter("trial_id", *_COLUMNS[1:])  # a tuple per trial, turned
-        by_column = zip(*map(read, self.trials), strict=True)  # into one per column
-        columns = dict(zip(_COLUMNS, map(list, by_column), strict=True))
-        names = dict.fromkeys(k for r in self.trials for k in r.config)
-        for k in names:
-            columns[f"config_{k}"] = [r.config.get(k, math.nan) for r in self.trials]
+        # from the columns: nothing built per trial (see :mod:`._rows`); text and the
+        # configuration go as lists, so that pandas gives them the types it always has
+        c = self.columns
+        columns = {name: getattr(c, "trial_id" if name == "trial" else name) for name in _COLUMNS}
+        for name in ("state", "reason"):
+            columns[name] = columns[name].tolist()
+        for k, values in c.config.items():
+            columns[f"config_{k}"] = values.tolist()
         return pd.DataFrame(columns).set_index("trial")
 
     def allocation_series(self) -> tuple[list[float], dict[int, list[int]]]:

@@ -32,6 +32,7 @@ import numpy as np
 from hypersched_nb.experiment._kernel_pump import cell_holds_controls
 from hypersched_nb.experiment.deadline import format_duration
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
+from hypersched_nb.notebook._curve_bundle import CurveBundler
 from hypersched_nb.notebook.drawings import (
     Drawing,
     allocation_drawing,
@@ -106,7 +107,10 @@ class Dashboard:
         )
         self._history = AllocationHistory()  # read on at every redraw, never again from 0
         self._allocation = _LiveFigure(allocation_drawing(snap, history=self._history))
-        self._curves = _LiveFigure(curves_drawing(snap, history=self._history))
+        self._bundler = CurveBundler()  # the grey curves of trials over, bundled once
+        self._curves = _LiveFigure(
+            curves_drawing(snap, history=self._history, bundler=self._bundler)
+        )
         self.allocation, self.curves = self._allocation.widget, self._curves.widget
         self.events = w.HTML()
         self.trials = TrialsPanel(snap)  # sortable, and one trial whole
@@ -249,7 +253,7 @@ class Dashboard:
                 self.forecast.over(snap.status_text())
         if snap.version != self._version:
             self._allocation.show(allocation_drawing(snap, history=self._history))
-            self._curves.show(curves_drawing(snap, history=self._history))
+            self._curves.show(curves_drawing(snap, history=self._history, bundler=self._bundler))
             self.events.value = _events_html(snap)
             self.trials.show(snap)
             self._version = snap.version

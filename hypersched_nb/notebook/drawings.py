@@ -13,11 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot, TrialRow
+from hypersched_nb.notebook._curve_bundle import CurveBundler
 from hypersched_nb.notebook.figures import (
     _DEADLINE,
     MOST,
     OTHERS,
     AllocationHistory,
+    Bundle,
     allocation_layers,
     bundle_curves,
     colour,
@@ -74,9 +76,9 @@ def allocation_drawing(
     history = (AllocationHistory() if history is None else history).read(snap)
     unit, _ = _x_scale(snap)
     traces = [_cluster_trace(snap, unit)] if snap.capacity else []
-    configs = {r.trial_id: r.config for r in snap.trials}
     for i, layer in enumerate(allocation_layers(history, snap, most)):
-        named = layer.name + config_hover(configs.get(layer.trial))
+        row = None if layer.trial is None else snap.row(layer.trial)
+        named = layer.name + config_hover(None if row is None else row.config)
         traces.append(
             dict(
                 type="scatter", name=layer.name, x=layer.x / unit, y=compact(layer.top),
@@ -137,14 +139,20 @@ def curves_drawing(
     snap: ExperimentSnapshot,
     *,
     history: AllocationHistory | None = None,
+    bundler: CurveBundler | None = None,
     most: int = MOST,
     height: int = 320,
 ) -> Drawing:
     """The metric after every epoch: the trials in the :func:`spotlight` in their colours
-    (the best bold, those that are over faded) over one grey bundle of every other trial."""
+    (the best bold, those that are over faded) over one grey bundle of every other trial
+    (kept from the last drawing by ``bundler``, when given: a live figure's)."""
     history = (AllocationHistory() if history is None else history).read(snap)
     groups = curve_groups(history, snap, most)
-    traces = [_bundle_trace(groups.rest)] if groups.rest else []
+    bundle = None
+    if groups.rest:
+        alone = frozenset(r.trial_id for r in groups.leaders)
+        bundle = bundle_curves(groups.rest) if bundler is None else bundler.bundle(snap, alone)
+    traces = [_bundle_trace(bundle, len(groups.rest))] if bundle is not None else []
     traces += [_curve_trace(row, row.trial_id == groups.best) for row in groups.leaders]
     better = "higher" if snap.mode == "max" else "lower"
     layout = dict(
@@ -179,12 +187,12 @@ def config_hover(config) -> str:
     return "<br>" + html.escape(text)
 
 
-def _bundle_trace(rows: tuple[TrialRow, ...]) -> dict:
-    """The grey bundle, under the curves drawn alone (all WebGL: thousands of short curves
-    stay cheap to draw, and WebGL draws over SVG, so the leaders must be WebGL too)."""
-    b = bundle_curves(rows)
+def _bundle_trace(b: Bundle, trials: int) -> dict:
+    """The grey bundle of ``trials`` curves, under the curves drawn alone (all WebGL:
+    thousands of short curves stay cheap to draw, and WebGL draws over SVG, so the leaders
+    must be WebGL too)."""
     return dict(
-        type="scattergl", name=others_name(len(rows)), x=b.epoch, y=b.metric, customdata=b.trial,
+        type="scattergl", name=others_name(trials), x=b.epoch, y=b.metric, customdata=b.trial,
         mode="lines+markers", line=dict(color=OTHERS, width=1), marker=dict(size=3, color=OTHERS),
         opacity=0.6,
         hovertemplate="trial %{customdata} epoch %{x}: %{y:.4g}<extra></extra>",

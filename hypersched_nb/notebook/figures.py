@@ -288,12 +288,16 @@ class CurveGroups:
 def curve_groups(
     history: AllocationHistory, snap: ExperimentSnapshot, most: int = MOST
 ) -> CurveGroups:
-    """Split the trials that reported a metric as :func:`allocation_layers` does."""
+    """Split the trials that reported a metric as :func:`allocation_layers` does (read from
+    the snapshot's columns: nothing trial by trial)."""
     shown = spotlight(history, snap, most)
-    rows = [r for r in snap.trials if r.metrics]
+    c = snap.columns
+    reported = c.points > 0
+    alone = reported & np.isin(c.trial_id, np.fromiter(shown, dtype=np.int64, count=len(shown)))
+    pick = snap.trials.__getitem__
     return CurveGroups(
-        leaders=tuple(r for r in rows if r.trial_id in shown),
-        rest=tuple(r for r in rows if r.trial_id not in shown),
+        leaders=tuple(map(pick, np.flatnonzero(alone).tolist())),
+        rest=tuple(map(pick, np.flatnonzero(reported & ~alone).tolist())),
         best=None if snap.best is None else snap.best.trial_id,
     )
 

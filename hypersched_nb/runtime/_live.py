@@ -28,7 +28,7 @@ from hypersched_nb.runtime._messages import Epoch, Failed, Rendezvous
 from hypersched_nb.runtime._slots import Slot
 from hypersched_nb.runtime.checkpoint import Checkpoint
 
-__all__ = ["TRANSITIONS", "LiveTrial", "Phase", "batch_size", "move"]
+__all__ = ["TRANSITIONS", "LiveTrial", "Phase", "Phases", "batch_size", "move"]
 
 
 class Phase(enum.Enum):
@@ -60,12 +60,42 @@ TRANSITIONS: dict[Phase, dict[str, Phase]] = {
 def move(trial: LiveTrial, name: str) -> Phase:
     """Move ``trial`` by ``name`` or raise :class:`InvalidTransition`; the phase alone
     changes (the methods of :class:`LiveTrial` named for the moves apply their effects)."""
+    old = trial.phase
     try:
-        new = TRANSITIONS[trial.phase][name]
+        new = TRANSITIONS[old][name]
     except KeyError:
         raise _refused(trial, name) from None
     trial.phase = new
+    if trial.phases is not None and new is not old:
+        trial.phases.moved(trial, old)
     return new
+
+
+class Phases:
+    """The trials of one runtime by phase, kept as they move (:func:`move` is the one place
+    a phase changes): the loop that looks at the epochs in flight, or a start that waits
+    for a checkpoint, reads those trials, not every trial the search has had."""
+
+    __slots__ = ("_by",)
+
+    def __init__(self) -> None:
+        self._by: dict[Phase, dict[int, LiveTrial]] = {p: {} for p in Phase}
+
+    def join(self, t: LiveTrial, *, replacing: LiveTrial | None = None) -> None:
+        """Keep ``t`` (in place of ``replacing``, an earlier one of the same trial)."""
+        if replacing is not None:
+            self._by[replacing.phase].pop(replacing.tid, None)
+            replacing.phases = None
+        t.phases = self
+        self._by[t.phase][t.tid] = t
+
+    def moved(self, t: LiveTrial, old: Phase) -> None:
+        del self._by[old][t.tid]
+        self._by[t.phase][t.tid] = t
+
+    def __call__(self, phase: Phase) -> list[LiveTrial]:
+        """The trials in ``phase`` now."""
+        return list(self._by[phase].values())
 
 
 def _refused(trial: LiveTrial, name: str) -> InvalidTransition:
@@ -94,6 +124,7 @@ class LiveTrial:
         "ckpt",
         "config",
         "deps",
+        "phases",
         "fetching",
         "early",
         "futures",
@@ -122,6 +153,7 @@ class LiveTrial:
         self.tid, self.token, self.config = tid, token, {}
         self.slots: list[Slot] = []
         self.phase = Phase.IDLE
+        self.phases: Phases | None = None  # the index of its runtime's trials by phase
         self.starting = True  # the epoch in flight builds the replicas (or steps them)
         self.futures: dict[int, object] = {}  # rank -> future of the epoch in flight
         self.outs: dict[int, Epoch] = {}  # rank -> what that epoch returned

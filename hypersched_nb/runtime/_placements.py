@@ -37,7 +37,7 @@ from hypersched_nb.runtime._board import (
     Task,
     TaskBoard,
 )
-from hypersched_nb.runtime._live import LiveTrial, Phase, batch_size
+from hypersched_nb.runtime._live import LiveTrial, Phase, Phases, batch_size
 from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, StartSpec
 from hypersched_nb.runtime._slots import Slot, Slots
 from hypersched_nb.runtime._transfers import Transfers
@@ -80,6 +80,7 @@ class Placements:
         self._home = home
         self.transfers = Transfers(board, slots, directory=directory, home=home, bests=bests)
         self.trials: dict[int, LiveTrial] = {}
+        self.phases = Phases()  # the same trials by phase
         self._queued: list[int] = []  # trials started while too few slots were free
         self.halted: list[tuple[int, int]] = []  # (trial, placement) whose epoch was dropped
         # placement tokens, unique to this board: a late task of another search on the same
@@ -95,7 +96,7 @@ class Placements:
     def start(self, ins: Start) -> None:
         t = self.trials.get(ins.trial_id)
         if t is None:
-            t = self.trials[ins.trial_id] = LiveTrial(ins.trial_id, next(self._count))
+            t = self.add(LiveTrial(ins.trial_id, next(self._count)))
         elif t.phase is not Phase.IDLE:
             self.vacate(t, save=False)
         now = self._clock.now()
@@ -261,9 +262,15 @@ class Placements:
         if source is not t.ckpt:
             t.fall_back(source)
 
+    def add(self, t: LiveTrial) -> LiveTrial:
+        """Keep ``t``, in place of any earlier record of its trial; returns it."""
+        self.phases.join(t, replacing=self.trials.get(t.tid))
+        self.trials[t.tid] = t
+        return t
+
     def _unblock(self, fut) -> None:
         """Launch the trials that waited for ``fut`` alone."""
-        for w in self.trials.values():
+        for w in self.phases(Phase.PREPARING):
             if not w.unblocked(fut):
                 continue
             if len(w.slots) > 1 and w.rendezvous is None:  # no rendezvous came: ask again

@@ -239,7 +239,7 @@ class DaskRuntime:
                 return found
             if now >= until:
                 return []
-            wake = self._timeouts.next_timeout(self._trials.values())
+            wake = self._timeouts.next_timeout(self._placements.phases(Phase.TRAINING))
             item = self._board.wait(min(until, self._members.next_poll, wake) - now)
             if item is not None:
                 found += self._outcomes.handle(item)
@@ -330,7 +330,7 @@ class DaskRuntime:
             ckpt = written_checkpoint(directory, tid, at_most=reported)
             if ckpt is not None:  # found on this kernel's disk, wherever it was written
                 ckpt = dataclasses.replace(ckpt, store=self._home)
-            self._trials[tid] = LiveTrial(tid, 0, reported=reported, ckpt=ckpt)
+            self._placements.add(LiveTrial(tid, 0, reported=reported, ckpt=ckpt))
             adopted[tid] = ckpt.epoch if ckpt else 0
         for best in sorted(written_bests(directory, self.metric), key=lambda b: b.epoch):
             self._bests.adopt(best)
@@ -374,7 +374,7 @@ class DaskRuntime:
         resume from its last checkpoint, or failed if it happened before. A trial whose
         worker its nanny is killing for its memory is named for that instead."""
         found: list[Event] = []
-        for t, bound in self._timeouts.late(self._trials.values(), now):
+        for t, bound in self._timeouts.late(self._placements.phases(Phase.TRAINING), now):
             killed = self._members.dying_for_memory(t, now)
             if killed is not None:  # its nanny is restarting it already: named for that
                 self._placements.vacate(t, save=False)

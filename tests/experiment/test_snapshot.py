@@ -4,6 +4,7 @@ import dataclasses
 import math
 from datetime import datetime
 
+import numpy as np
 import pytest
 
 from hypersched_nb.experiment.snapshot import Allocation, Best, ExperimentSnapshot, TrialRow
@@ -129,3 +130,50 @@ def test_the_frame_has_a_row_per_trial_and_a_column_per_configuration_key():
     assert math.isnan(df.loc[0, "config_wd"])  # a key one configuration lacks: NaN there
     assert list(df.columns[:3]) == ["state", "epochs", "best"]
     assert snap(trials=()).frame().empty
+
+
+COLUMNS = (
+    "trial_id", "state", "epochs", "best", "last", "workers", "peak_workers", "started_at",
+    "stopped_at", "reason", "over", "points",
+)  # fmt: skip
+
+
+def _same_numbers(a, b) -> bool:
+    return np.array_equal(a, b, equal_nan=True)
+
+
+def test_a_live_search_keeps_the_columns_its_rows_would_give():
+    from hypersched_nb import Experiment
+    from hypersched_nb.experiment.columns import TrialColumns
+    from hypersched_nb.testing.traces import synthetic_trace
+
+    trace = synthetic_trace(n=60, epochs=8)
+    exp = Experiment.replay(trace, policy="hypersched", deadline=200, workers=4, configs=60)
+    seen = []
+    exp.start()
+    while not exp.done:
+        seen.append(exp.statistics())
+    seen.append(exp.statistics())
+    for s in seen[:: max(1, len(seen) // 10)] + seen[-1:]:
+        kept, read = s.columns, TrialColumns.of(s.trials)
+        for name in COLUMNS:
+            same = np.array_equal if name in ("state", "reason") else _same_numbers
+            assert same(getattr(kept, name), getattr(read, name)), name
+        assert kept.config.keys() == read.config.keys()
+        assert s.counts == snap(trials=s.trials).counts
+
+
+def test_a_snapshot_given_other_trials_reads_its_columns_from_them():
+    before = snap()
+    after = dataclasses.replace(before, trials=before.trials[:2])
+    assert len(after.columns) == 2 and after.columns.rows is after.trials
+    assert after.counts["RUNNING"] == 2 and after.counts["PAUSED"] == 0  # counted anew
+    assert dataclasses.replace(before, time=40.0).columns is before.columns  # the same rows
+
+
+def test_the_frame_keeps_its_types():
+    df = snap().frame()
+    assert df["epochs"].dtype == np.int64 and df["best"].dtype == float
+    assert df["started_at"].dtype == float  # NaN where a trial has not started
+    assert df["state"].tolist() == ["RUNNING", "RUNNING", "PAUSED", "TERMINATED", "ERRORED"]
+    assert df["config_lr"].dtype == float

@@ -8,16 +8,21 @@ checkpoint folder: every host, and this kernel, sees a different disk under the 
 so the code cannot reach another host's files by path. Cutting a host's link
 (:meth:`Hosts.cut`) takes its veth down.
 
-Needs root and ``ip``, ``unshare`` and ``mount``; the tests skip, saying which is missing,
-where they are not there. Everything made is removed after the test, and any leftover of an
+:func:`ssh_hosts` makes the same hosts with an SSH server on each instead of a worker, for
+``distributed.SSHCluster`` to start the scheduler and the workers on.
+
+Needs root and ``ip``, ``unshare`` and ``mount`` (and ``asyncssh`` for the SSH hosts); the
+tests skip, saying which is missing, where they are not there. Everything made is removed after the test, and any leftover of an
 earlier run with the same names before it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -166,4 +171,64 @@ def running_hosts(count: int, tmp_path: Path, *, ttl: str = "60s"):
                 proc.kill()
                 proc.wait()
             out.close()
+        _clean(bridge, links, spaces)
+
+
+@dataclass
+class SSHHosts:
+    """Hosts with an SSH server each (port 22) and the options to log in to them; each
+    host has a disk of its own under ``folder``."""
+
+    addresses: list[str]
+    folder: Path
+    connect_options: dict
+
+
+@pytest.fixture
+def ssh_hosts(tmp_path):
+    """Three hosts that run what SSH asks of them (``tests/hosts/ssh_server.py``)."""
+    missing = _missing()
+    if missing is None and importlib.util.find_spec("asyncssh") is None:
+        missing = "SSH hosts need asyncssh (pip install asyncssh)"
+    if missing is not None:
+        pytest.skip(missing)
+    import asyncssh
+
+    tag, subnet = f"s{os.getpid() % 10000}", 10 + (os.getpid() + 120) % 240
+    folder, keys, logs = tmp_path / "search", tmp_path / "keys", tmp_path / "logs"
+    for made in (folder, keys, logs):
+        made.mkdir(mode=0o700)
+    host_key, client_key = (asyncssh.generate_private_key("ssh-ed25519") for _ in range(2))
+    host_key.write_private_key(keys / "host")
+    client_key.write_private_key(keys / "client")
+    client_key.write_public_key(keys / "authorized")
+    server = Path(__file__).with_name("ssh_server.py")
+    bridge, base, links, spaces = _start_hosts(3, tag, subnet)
+    addresses = [f"{base}.{10 + i}" for i in range(len(spaces))]
+    procs = []
+    try:
+        for address, space in zip(addresses, spaces, strict=True):
+            serve = (
+                f"mount -t tmpfs -o size=256m,mode=0700 hs {folder} && exec {sys.executable} "
+                f"{server} {address} 22 {keys / 'host'} {keys / 'authorized'}"
+            )
+            out = open(logs / f"{address}.log", "wb")
+            cmd = ["ip", "netns", "exec", space, "unshare", "--mount", "--propagation", "private",
+                   "sh", "-c", serve]  # fmt: skip
+            env = dict(os.environ, OMP_NUM_THREADS="1")
+            procs.append((subprocess.Popen(cmd, stdout=out, stderr=out, env=env), out))
+        for address in addresses:
+            _wait_for_port(address, 22, seconds=60)
+        options = {"known_hosts": None, "client_keys": [str(keys / "client")], "username": "root"}
+        yield SSHHosts(addresses, folder, options)
+    finally:
+        for proc, out in procs:
+            proc.kill()
+            proc.wait()
+            out.close()
+        for space in spaces:  # what the servers started: a scheduler, workers
+            pids = subprocess.run(["ip", "netns", "pids", space], capture_output=True, text=True)
+            for pid in pids.stdout.split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
         _clean(bridge, links, spaces)

@@ -1,22 +1,52 @@
 """The figures at scale: trials grouped the same way live, in the static picture and in the
 report, and a dashboard that redraws in place drawing exactly what a fresh figure draws."""
 
+import dataclasses
 import json
 
 import numpy as np
 
 from hypersched_nb import Experiment
+from hypersched_nb.notebook._curve_bundle import CurveBundler
 from hypersched_nb.notebook.dashboard import Dashboard
 from hypersched_nb.notebook.drawings import allocation_figure, curves_figure
-from hypersched_nb.notebook.figures import AllocationHistory, allocation_layers, spotlight
+from hypersched_nb.notebook.figures import (
+    AllocationHistory,
+    allocation_layers,
+    bundle_curves,
+    curve_groups,
+    spotlight,
+)
 from hypersched_nb.notebook.static import picture, picture_figure
 from hypersched_nb.testing.traces import synthetic_trace
 from tests.notebook.conftest import Recorded, views
 
 
 def drawn(fig) -> dict:
-    """A figure as plotly writes it: what the front end receives."""
-    return json.loads(fig.to_json())
+    """A figure as plotly writes it: what the front end receives, the grey bundle's points
+    as the set of points it draws (a live figure bundles the curves of trials that are over
+    once, so its points come in another order; a NaN point draws nothing)."""
+    out = json.loads(fig.to_json())
+    for trace in out["data"]:
+        if trace["type"] == "scattergl" and "customdata" in trace:  # the grey bundle
+            x, y, trial = (_values(trace.pop(k)) for k in ("x", "y", "customdata"))
+            trace["points"] = point_set(trial, x, y)
+    return out
+
+
+def point_set(trial, epoch, metric) -> list:
+    """The points drawn, as (trial, epoch, metric), each once, in order."""
+    drawn = zip(trial, epoch, metric, strict=True)
+    return sorted({(int(t), int(e), float(m)) for t, e, m in drawn if np.isfinite(m)})
+
+
+def _values(data) -> np.ndarray:
+    """A plotly array as written: a list, or a typed array (``{"dtype", "bdata"}``)."""
+    if isinstance(data, dict):
+        import base64
+
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"])
+    return np.array(data, dtype=float)
 
 
 def test_a_dashboard_redrawn_in_place_draws_what_a_fresh_figure_draws(crowded):
@@ -32,11 +62,54 @@ def test_a_dashboard_redrawn_in_place_draws_what_a_fresh_figure_draws(crowded):
     assert len(dash.allocation.data) < 40  # grouped: a hundred trials, a few dozen traces
 
 
+def test_the_bundle_kept_from_view_to_view_draws_the_points_of_a_bundle_made_anew(crowded):
+    """Trials end between views and others step into or out of the spotlight; the bundle
+    kept by the live figure draws, at each view, the points that bundling every other
+    trial's curve draws."""
+    kept, history, ended = CurveBundler(), AllocationHistory(), []
+    for snap in ending_views(crowded.statistics(), 12):
+        groups = curve_groups(history.read(snap), snap)
+        alone = frozenset(r.trial_id for r in groups.leaders)
+        assert _points(kept.bundle(snap, alone)) == _points(bundle_curves(groups.rest))
+        ended.append(snap.counts["TERMINATED"])
+    assert ended[0] < 5 and ended[-1] > 30  # they ended while watched
+
+
+def ending_views(final, count: int) -> list:
+    """``count`` views of the search ``final`` ends in which its trials start, report and
+    end as time goes: a trial over by then keeps its row (the same object, as a live search
+    hands it out), one under way has a new row with the part of its curve reported by then
+    (its epochs spread evenly from its start to its stop)."""
+    out = []
+    for k in range(1, count + 1):
+        t = final.time * k / count
+        rows = []
+        for r in final.trials:
+            if r.started_at is None or r.started_at > t:
+                rows.append(dataclasses.replace(r, state="PENDING", metrics=(), epochs=0))
+            elif r.stopped_at is not None and r.stopped_at <= t:
+                rows.append(r)
+            else:
+                span = max(1e-9, (r.stopped_at or final.time) - r.started_at)
+                seen = r.metrics[: int(len(r.metrics) * (t - r.started_at) / span)]
+                rows.append(dataclasses.replace(r, state="RUNNING", metrics=seen, epochs=len(seen)))
+        n = sum(a.time <= t for a in final.allocation)
+        out.append(dataclasses.replace(
+            final, trials=tuple(rows), allocation=final.allocation[:max(1, n)], time=t,
+            status="running", version=k,
+        ))  # fmt: skip
+    return out
+
+
+def _points(b) -> list:
+    return point_set(b.trial, b.epoch, b.metric)
+
+
 def test_a_redraw_when_only_time_moved_moves_the_now_line(crowded):
     snap = views(crowded.statistics(), 4)[1]
     watched = Recorded(snap)
     dash = Dashboard(watched)
-    later = type(snap)(**{**snap.__dict__, "time": snap.time + 30.0})  # the same version
+    later = dataclasses.replace(snap, time=snap.time + 30.0)  # the same version
     dash.refresh(later)
     assert drawn(dash.allocation)["layout"] == drawn(allocation_figure(later))["layout"]
     assert dash.allocation.layout.shapes[1].x0 == later.time  # the "now" line
