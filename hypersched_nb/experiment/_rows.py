@@ -50,27 +50,37 @@ def mark(t: Trial, peak: int) -> tuple:
 class Rows:
     """Rows of the trials, each kept while its trial's :func:`mark` stays the same, and their
     columns. The trials come in the same order every time, new ones last (the driver's
-    table only grows)."""
+    table only grows); a trial seen over is not looked at again, so a snapshot of a long
+    search reads the trials still going and the new ones, not every trial."""
 
     def __init__(self):
-        # trial -> (its mark, its row, whether it is over)
-        self._kept: dict[int, tuple[tuple, TrialRow, bool]] = {}
+        self._rows: list[TrialRow] = []  # by position
+        self._marks: list[tuple | None] = []  # the mark each row was built from
+        self._ids: list[int] = []  # the trial at each position
+        self._open: list[int] = []  # the positions of the trials not over, in order
         self._columns = ColumnKeeper()
 
     def of(self, trials, peak: dict[int, int]) -> tuple[tuple[TrialRow, ...], TrialColumns]:
         """The rows of ``trials`` (having held at most ``peak`` workers each) and their
         columns."""
-        kept, out, columns = self._kept, [], self._columns
-        for i, t in enumerate(trials):
-            old = kept.get(t.trial_id)
-            if old is not None and old[2]:
-                out.append(old[1])
-                continue
-            held = peak.get(t.trial_id, 0)
-            now = mark(t, held)
-            if old is None or old[0] != now:
-                old = kept[t.trial_id] = (now, row(t, held), t.state in _OVER)
-                columns.write(i, old[1])
-            out.append(old[1])
-        rows = tuple(out)
-        return rows, columns.frozen(rows)
+        trials, known = list(trials), len(self._rows)
+        if len(trials) < known or (known and trials[known - 1].trial_id != self._ids[-1]):
+            self.__init__()  # not the table seen so far: anew
+            known = 0
+        for t in trials[known:]:
+            self._rows.append(None)
+            self._marks.append(None)
+            self._ids.append(t.trial_id)
+        going = [*self._open, *range(known, len(trials))]
+        self._open = [i for i in going if self._read(i, trials[i], peak)]
+        rows = tuple(self._rows)
+        return rows, self._columns.frozen(rows)
+
+    def _read(self, i: int, t: Trial, peak: dict[int, int]) -> bool:
+        """Bring position ``i`` up to ``t``; True while ``t`` is not over."""
+        held = peak.get(t.trial_id, 0)
+        now = mark(t, held)
+        if now != self._marks[i]:
+            self._marks[i], self._rows[i] = now, row(t, held)
+            self._columns.write(i, self._rows[i])
+        return t.state not in _OVER

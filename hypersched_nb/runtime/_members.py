@@ -42,6 +42,7 @@ class Members:
         self._expect: int | None = None  # workers asked for by ScaleCluster, not yet there
         self._paused: tuple[str, ...] = ()  # the workers Dask has paused, as last said
         self._restarts: list[threading.Thread] = []  # workers' processes being replaced
+        self._specified: set = set()  # every worker name the cluster's spec has held
         self.next_poll = 0.0
 
     def sync(self) -> list[Event]:
@@ -52,10 +53,10 @@ class Members:
         if everyone is None:  # the scheduler is unreachable for now: the next poll tries again
             return []
         self._retired &= set(everyone)
-        planned = self._planned()
+        dropped = self._dropped()
         workers = {
             a: w for a, w in everyone.items()
-            if a not in self._retired and (planned is None or w.get("name") in planned)
+            if a not in self._retired and w.get("name") not in dropped
         }  # fmt: skip
         gone, added = self._slots.sync(workers)
         for s in added:  # torch's import takes seconds: done before a trial waits for it
@@ -115,6 +116,7 @@ class Members:
         if workers >= len(self._slots):
             self._expect = workers if workers > len(self._slots) else None
             cluster.scale(workers)  # fewer than asked before: those not there yet go first
+            self._dropped()  # the names just asked for, known before any of them registers
             return []
         self._expect = None
         reading = {a for t in self._placements.trials.values() for a in t.sources}
@@ -184,19 +186,22 @@ class Members:
                 )  # fmt: skip
         return out
 
-    def _planned(self) -> set | None:
-        """The names of the workers the cluster means to have (None: it does not say). A
-        worker it is closing may still register with the scheduler (a scale-down races its
-        start): it is never handed out."""
+    def _dropped(self) -> set:
+        """The names of workers the cluster's spec held and no longer plans to have: one
+        it is closing may still register with the scheduler (a scale-down races its
+        start), and is never handed out. A worker whose name was never in the spec (an
+        ``SSHCluster``'s are their addresses) is not the spec's to drop."""
         cluster = getattr(self._client, "cluster", None)
-        if not hasattr(cluster, "worker_spec"):
-            return None
+        if not (hasattr(cluster, "worker_spec") and hasattr(cluster, "plan")):
+            return set()
         for _ in range(3):  # the cluster's own thread may change its spec meanwhile
             try:
-                return set(cluster.plan)
+                planned = set(cluster.plan)
+                self._specified |= planned | set(cluster.worker_spec)
+                return self._specified - planned
             except RuntimeError:
                 continue
-        return None
+        return set()
 
     def _on_their_way(self, cluster) -> list:
         """Workers the cluster is still starting, asked for by an earlier ScaleCluster: a

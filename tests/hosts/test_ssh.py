@@ -19,7 +19,9 @@ def test_a_search_runs_on_an_ssh_cluster_whose_hosts_share_no_disk(ssh_hosts):
     scheduler, *workers = ssh_hosts.addresses
     with SSHCluster(
         ssh_hosts.addresses, connect_options=ssh_hosts.connect_options,
-        worker_options={"nthreads": 1}, scheduler_options={"port": 0, "dashboard_address": None},
+        worker_options={"nthreads": 1},
+        # its address on its own link (a host with no default route would take 127.0.0.1)
+        scheduler_options={"host": scheduler, "port": 0, "dashboard_address": None},
         remote_python=sys.executable,
     ) as cluster, Client(cluster) as client:  # fmt: skip
         client.wait_for_workers(2, timeout=120)

@@ -171,3 +171,18 @@ def test_a_start_on_a_worker_that_just_joined_waits_for_its_warm_up_which_says_i
     assert set(t.deps) == {"hs-warm on 2"}
     slots.over(t.deps["hs-warm on 2"])
     assert slots.get("2").awaits is None
+
+
+def test_workers_named_outside_the_spec_are_used_and_one_the_spec_dropped_is_not():
+    """An ``SSHCluster`` names its workers by their addresses, not by its spec's keys; a
+    ``LocalCluster`` shrinking while a worker starts may see that worker register anyway."""
+    cluster = SimpleNamespace(worker_spec={0: {}, 1: {}, 2: {}}, plan={0, 1, 2})
+    client = SimpleNamespace(cluster=cluster)
+    board = Board({}, {"tcp://h:1": {"name": "tcp://h:1"}, "tcp://w:1": {"name": 0}})
+    slots, clock = Slots(), SimpleNamespace(now=lambda: 0.0)
+    members = Members(client, clock, board, slots, Placements(), poll=5.0, directory="/x")
+    members.sync()
+    cluster.worker_spec, cluster.plan = {0: {}, 1: {}}, {0, 1}  # worker 2 let go, still starting
+    board.everyone = {**board.everyone, "tcp://w:3": {"name": 2}}  # then it registers
+    members.sync()
+    assert {s.name for s in slots.all()} == {"tcp://h:1", "0"}
