@@ -321,3 +321,27 @@ def test_a_resize_holds_the_new_slots_under_a_new_placement():
 def test_a_second_memory_kill_is_counted():
     trial = LiveTrial(7, token=1)
     assert trial.killed_for_memory() == 1 and trial.killed_for_memory() == 2
+
+
+def test_the_trials_by_phase_follow_every_legal_move():
+    """The index the runtime's loop reads (the epochs in flight, the starts waiting for a
+    checkpoint) holds each trial under the phase it is in, after any walk of legal moves,
+    and forgets a record replaced by a newer one of the same trial."""
+    import random
+
+    from hypersched_nb.runtime._live import Phases
+
+    rng, phases = random.Random(0), Phases()
+    trials = [LiveTrial(tid, 1) for tid in range(6)]
+    for t in trials:
+        phases.join(t)
+    for _ in range(300):
+        t = rng.choice(trials)
+        move(t, rng.choice(sorted(TRANSITIONS[t.phase])))
+        for phase in Phase:
+            assert {u.tid for u in phases(phase)} == {u.tid for u in trials if u.phase is phase}
+    newer = LiveTrial(trials[0].tid, 2)
+    phases.join(newer, replacing=trials[0])
+    move(trials[0], next(iter(TRANSITIONS[trials[0].phase])))  # the old record moves alone
+    assert sum(u is newer for u in phases(IDLE)) == 1
+    assert all(u is not trials[0] for phase in Phase for u in phases(phase))
