@@ -154,7 +154,9 @@ class ForecastPanel:
         self.title, self.table = w.HTML(), w.HTML()
         drawing = band_drawing(self.band, deadline=self.deadline, metric=self.metric)
         self.figure = go.FigureWidget(drawing.figure())
-        self.widget = w.VBox([self.title, w.HBox([self.figure, self.table])])
+        # the chart and its table, shown once there is a forecast (the title says why not)
+        self.plot = w.HBox([self.figure, self.table])
+        self.widget = w.VBox([self.title, self.plot])
         self._draw()
 
     # ------------------------------------------------------------------ its thread
@@ -282,6 +284,7 @@ class ForecastPanel:
 
     def _write(self, band: Band | None, deadline: float, marker_only: bool) -> None:
         self.title.value = _title(band, deadline, self.said, self.started)
+        self.plot.layout.display = None if band is not None else "none"
         self.table.value = _table(band, deadline, self.started, self.best)
         drawing = band_drawing(band, deadline=deadline, metric=self.metric)
         fig = self.figure

@@ -76,6 +76,7 @@ def test_the_band_marks_the_deadline_and_the_marker_follows_the_slider(halted):
     names = [t.name for t in dash.forecast.figure.data]
     assert names[1] == "10-90 %" and dash.forecast.figure.data[1].fill == "tonexty"
     assert "expected, 3 workers" in names and "6 workers" in names
+    assert dash.forecast.plot.layout.display is None  # shown, now that there is a band
     assert marker(dash.forecast) == 120.0
     assert halted.last_forecast.forecast.outlooks[0].deadline == 80.0  # the search remembers it
     dash.slider.value = 3.0  # minutes
@@ -116,6 +117,7 @@ def test_before_any_result_it_says_there_is_no_prior(unreported):
     panel = ForecastPanel(unreported)
     assert panel.update() is None
     assert NO_PRIOR in panel.title.value and panel.figure.data == ()
+    assert panel.plot.layout.display == "none"  # no empty chart: the line says why
     assert unreported.last_forecast is None  # nothing was simulated
 
 
