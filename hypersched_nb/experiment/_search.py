@@ -47,6 +47,13 @@ class Heard:
     def paused(self, trial: Trial) -> None:
         self.source.tell(trial, complete=False)
 
+    def search_over(self, never_started) -> None:
+        """The search is over: the configurations it was offered but never started are
+        told as failed, so that the sampler holds no trial still asked (it has no evidence
+        of them, and a sampler ignores a failed trial)."""
+        for trial in never_started:
+            self.source.tell(trial, complete=False)
+
 
 @dataclass(frozen=True, slots=True)
 class Search:
@@ -66,6 +73,7 @@ class Search:
         did."""
         out = self.driver.run()
         heard = self.heard
+        heard.search_over(list(self.driver.pending.values()))
         heard.failure = heard.failure or below_one_epoch(
             self.cost_budget, self.driver.trials.values(), out.worker_seconds_billed
         )

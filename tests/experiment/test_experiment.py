@@ -150,12 +150,26 @@ def test_a_sampler_learns_from_every_trial(trace):
     df = exp.results()
     offers = [t for t in study.trials if not t.user_attrs.get(REPEAT)]  # not a redrawn repeat
     assert [t.params for t in offers] == [{"trace_trial": c} for c in df["config_trace_trial"]]
-    over = df[df["state"] == "TERMINATED"]
-    told = [t for t in offers if t.state is not OptunaState.RUNNING]
-    assert len(told) == len(over)  # every trial that ended was told
+    assert all(t.state is not OptunaState.RUNNING for t in offers)  # every offer was told
     complete = [t for t in offers if t.state is OptunaState.COMPLETE]
     epochs = dict(zip(df["config_trace_trial"], df["epochs"], strict=True))  # one trial each
     assert complete and all(epochs[t.params["trace_trial"]] == trace.longest for t in complete)
+
+
+def test_an_offer_never_started_is_told_failed_when_the_search_ends(trace):
+    # admission closes with one configuration offered and waiting (deadline 100 s, 3 workers)
+    clock = VirtualClock()
+    space = {"trace_trial": CategoricalDistribution(list(trace.ids))}
+    exp = Experiment._on(SimRuntime(trace, clock, 3), clock, space, metric="acc", deadline=100,
+                         max_epochs=trace.longest, policy="hypersched", sampler="tpe", seed=0)  # fmt: skip
+    exp.run()
+    states = dict(zip(exp.results()["config_trace_trial"], exp.results()["state"], strict=True))
+    never = {c for c, s in states.items() if s == "PENDING"}
+    offers = [t for t in exp.source.study.trials if not t.user_attrs.get(REPEAT)]
+    failed = {t.params["trace_trial"] for t in offers if t.state is OptunaState.FAIL}
+    assert never and failed == never  # no evidence of them: a sampler ignores a failed trial
+    assert all(t.state is not OptunaState.RUNNING for t in offers)
+    assert exp.source.told == exp.source.offered
 
 
 def test_a_deadline_moved_closer_ends_the_search_there(trace):
