@@ -124,6 +124,11 @@ class HostedCluster:
         """The names of the workers the cluster means to have."""
         return set(self._ask(op="names")["plan"])
 
+    def spec_and_plan(self) -> tuple[set, set]:
+        """(:attr:`worker_spec`'s names, :attr:`plan`) in one request."""
+        names = self._ask(op="names")
+        return set(names["spec"]), set(names["plan"])
+
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:

@@ -116,7 +116,7 @@ class Members:
         if workers >= len(self._slots):
             self._expect = workers if workers > len(self._slots) else None
             cluster.scale(workers)  # fewer than asked before: those not there yet go first
-            self._dropped()  # the names just asked for, known before any of them registers
+            self._planned()  # the names just asked for, known before any of them registers
             return []
         self._expect = None
         reading = {a for t in self._placements.trials.values() for a in t.sources}
@@ -191,17 +191,20 @@ class Members:
         it is closing may still register with the scheduler (a scale-down races its
         start), and is never handed out. A worker whose name was never in the spec (an
         ``SSHCluster``'s are their addresses) is not the spec's to drop."""
+        planned = self._planned()
+        return set() if planned is None else self._specified - planned
+
+    def _planned(self) -> set | None:
+        """The names of the workers the cluster plans to have, every name its spec holds
+        now kept in ``_specified`` (None: a cluster without a spec, or one whose own thread
+        kept changing it while read)."""
         cluster = getattr(self._client, "cluster", None)
-        if not (hasattr(cluster, "worker_spec") and hasattr(cluster, "plan")):
-            return set()
-        for _ in range(3):  # the cluster's own thread may change its spec meanwhile
-            try:
-                planned = set(cluster.plan)
-                self._specified |= planned | set(cluster.worker_spec)
-                return self._specified - planned
-            except RuntimeError:
-                continue
-        return set()
+        read = _spec_and_plan(cluster)
+        if read is None:
+            return None
+        spec, planned = read
+        self._specified |= planned | spec
+        return planned
 
     def _on_their_way(self, cluster) -> list:
         """Workers the cluster is still starting, asked for by an earlier ScaleCluster: a
@@ -209,6 +212,22 @@ class Members:
         them, to be billed until the next shrink)."""
         here = self._slots.raw_names()
         return [name for name in list(getattr(cluster, "worker_spec", {})) if name not in here]
+
+
+def _spec_and_plan(cluster) -> tuple[set, set] | None:
+    """(the names in ``cluster``'s worker spec, those it plans to have); one request to a
+    cluster in its own process, two reads of a ``SpecCluster`` here (tried again if its
+    thread changes them meanwhile); None for a cluster without them."""
+    if hasattr(cluster, "spec_and_plan"):
+        return cluster.spec_and_plan()
+    if not (hasattr(cluster, "worker_spec") and hasattr(cluster, "plan")):
+        return None
+    for _ in range(3):
+        try:
+            return set(cluster.worker_spec), set(cluster.plan)
+        except RuntimeError:  # changed size during iteration
+            continue
+    return None
 
 
 def _restart(client, addrs: list[str]) -> None:

@@ -186,3 +186,25 @@ def test_workers_named_outside_the_spec_are_used_and_one_the_spec_dropped_is_not
     board.everyone = {**board.everyone, "tcp://w:3": {"name": 2}}  # then it registers
     members.sync()
     assert {s.name for s in slots.all()} == {"tcp://h:1", "0"}
+
+
+def test_a_cluster_in_its_own_process_is_asked_its_spec_and_plan_once_per_look():
+    """The local cluster runs in its own process: each question is a round trip, and the
+    two names it answers together are read in one."""
+    asked = []
+
+    class Hosted:
+        def spec_and_plan(self):
+            asked.append("names")
+            return spec, plan
+
+    spec, plan = {0, 1, 2}, {0, 1, 2}
+    client = SimpleNamespace(cluster=Hosted())
+    board = Board({}, {"tcp://w:1": {"name": 0}, "tcp://w:3": {"name": 2}})
+    slots, clock = Slots(), SimpleNamespace(now=lambda: 0.0)
+    members = Members(client, clock, board, slots, Placements(), poll=5.0, directory="/x")
+    members.sync()
+    assert asked == ["names"]
+    spec, plan = {0, 1}, {0, 1}  # worker 2 let go
+    members.sync()
+    assert asked == ["names", "names"] and {s.name for s in slots.all()} == {"0"}
