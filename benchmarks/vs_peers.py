@@ -7,13 +7,18 @@
 Systems (``--systems``, all by default):
 
 * ``hypersched``: ``Experiment(trainable, trainable.space(), policy="hypersched",
-  cluster=W, deadline=D, max_epochs=E, seed=s)`` (our default; a checkpoint folder is given
-  so that its journal holds every result with its time);
+  cluster=W, deadline=D, max_epochs=E, seed=s)`` (our default, which tries the trainable's
+  own defaults first; a checkpoint folder is given so that its journal holds every result
+  with its time);
 * ``asha``: the same with ``policy="asha"``;
 * ``tpe-sha``: Optuna, ``TPESampler(seed=s, constant_liar=True)`` with
   ``SuccessiveHalvingPruner(min_resource=1, reduction_factor=4)``;
 * ``tpe-hyperband``: the same sampler with ``HyperbandPruner(min_resource=1,
-  max_resource=E, reduction_factor=4)``.
+  max_resource=E, reduction_factor=4)``;
+* ``tpe-sha+defaults``: ``tpe-sha`` with the trainable's defaults enqueued first
+  (``study.enqueue_trial``), as ours tries them first by default (``points_to_evaluate``):
+  what a user who knows to do that would run, and so the part of our lead that is not the
+  defaults'.
 
 Optuna runs ``study.optimize(objective, n_jobs=W, timeout=D)`` in this process: the
 objective builds the same Trainable class (configuration: the trainable's defaults under
@@ -66,7 +71,7 @@ import numpy as np
 
 METRIC, MODE = "val_acc", "max"
 MISSING = 0.0  # the score of a run with no value by its deadline
-SYSTEMS = ("hypersched", "asha", "tpe-sha", "tpe-hyperband")
+SYSTEMS = ("hypersched", "asha", "tpe-sha", "tpe-hyperband", "tpe-sha+defaults")
 DEFAULT = "hypersched"
 
 
@@ -222,10 +227,16 @@ def objective_of(cls, *, seed: int, max_epochs: int, deadline: float, t0: float,
     return objective
 
 
-def run_optuna(cls, pruner: str, *, deadline: float, workers: int, max_epochs: int, seed: int):
-    """One Optuna study; returns (timed values, trials, wall)."""
+def run_optuna(
+    cls, pruner: str, *, deadline: float, workers: int, max_epochs: int, seed: int,
+    defaults: bool = False,
+):  # fmt: skip
+    """One Optuna study (``defaults``: the trainable's defaults enqueued first, resolved as
+    ours are); returns (timed values, trials, wall)."""
     import optuna
     import torch
+
+    from hypersched_nb.experiment.first_points import first_points
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     torch.set_num_threads(1)  # one thread per trial, as a single-threaded Dask worker
@@ -242,6 +253,8 @@ def run_optuna(cls, pruner: str, *, deadline: float, workers: int, max_epochs: i
         sampler=optuna.samplers.TPESampler(seed=seed, constant_liar=True),
         pruner=chosen,
     )
+    for point in first_points("defaults", trainable=cls, space=cls.space()) if defaults else ():
+        study.enqueue_trial(point)
     objective = objective_of(cls, seed=seed, max_epochs=max_epochs, deadline=deadline, t0=t0, values=values)  # fmt: skip
     study.optimize(objective, n_jobs=workers, timeout=deadline, catch=(Exception,))
     wall = time.monotonic() - t0
@@ -257,7 +270,8 @@ def run_one(name: str, cls, system: str, fraction: float, deadline: float, seed:
     if system in ("hypersched", "asha"):
         values, trials, wall, told, offered = run_ours(cls, system, **kw)
     else:
-        values, trials, wall = run_optuna(cls, system.removeprefix("tpe-"), **kw)
+        pruner, _, first = system.removeprefix("tpe-").partition("+")
+        values, trials, wall = run_optuna(cls, pruner, defaults=first == "defaults", **kw)
     score = best_by(values, deadline)
     return Run(name, fraction, deadline, system, seed, score, values, trials, wall, told, offered)
 

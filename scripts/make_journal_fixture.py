@@ -32,7 +32,7 @@ if __name__ == "__main__":
     space = {"lr": optuna.distributions.FloatDistribution(1e-3, 0.5, log=True), "sleep": 0.2}
     exp = Experiment(TinyRegression, space, metric="loss", mode="min", deadline=120,
                      max_epochs=8, policy="hypersched", cluster=2, seed=0,
-                     checkpoint_dir=sys.argv[1])
+                     checkpoint_dir=sys.argv[1], points_to_evaluate=[{"lr": 0.1}])
     exp.start()
     exp.wait()
 """

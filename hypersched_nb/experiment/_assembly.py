@@ -41,7 +41,7 @@ from hypersched_nb.experiment.journal import (
     check_unused,
     journal_url,
 )
-from hypersched_nb.experiment.settings import Settings
+from hypersched_nb.experiment.settings import Settings, imported
 from hypersched_nb.experiment.space import config_source, space_record
 
 __all__ = ["Parts", "configure", "fresh", "reopened", "resumed", "settings_of"]
@@ -68,8 +68,9 @@ def configure(settings: Settings) -> Parts:
                 "cluster: use policy='seer', or leave it out"
             )
     source = config_source(
-        s.space, sampler=s.sampler, seed=s.seed, mode=s.mode, max_configs=s.configs
-    )
+        s.space, sampler=s.sampler, seed=s.seed, mode=s.mode, max_configs=s.configs,
+        points=s.points_to_evaluate,
+    )  # fmt: skip
     return Parts(s, policy, source)
 
 
@@ -216,6 +217,28 @@ def _launch(s: Settings) -> Launch:
         s.trainable, s.cluster, None if s.checkpoint_dir is None else os.fspath(s.checkpoint_dir),
         s.metric, s.mode, s.seed, s.max_epochs, s.step_timeout,
     )  # fmt: skip
+
+
+def resumable(journal, trainable):
+    """The trainable the search ``journal`` holds goes on with (``trainable``, else the
+    class it names); a search that cannot go on is a one-line error saying why."""
+    s = journal.settings
+    if journal.ended is not None:
+        raise ConfigError(
+            f"the search at {journal.url} is {journal.ended['status']}; "
+            "Experiment.open() reads it, a new Experiment searches again"
+        )
+    trainable = trainable or imported(s["trainable"])
+    if trainable is None:
+        raise ConfigError(
+            f"the trainable {s['trainable']} cannot be imported here: import or define "
+            "it, or pass trainable=<the class>"
+        )
+    if s["space"] is None:
+        raise ConfigError(
+            f"the search at {journal.url} offered from an iterator, which a journal cannot hold"
+        )
+    return trainable
 
 
 def settings_of(journal, *, live: bool, policy, trainable, space, **changes) -> Settings:

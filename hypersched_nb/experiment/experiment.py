@@ -62,7 +62,8 @@ class Experiment:
     the trial goes back to its checkpoint (``"auto"``: 10 × the trial's median epoch, at
     least 60 s; None: no bound). ``prior``: a past search of the same model (its folder,
     an ``Experiment``, a trace), read as :mod:`hypersched_nb.experiment.prior` says, for
-    the policy and the forecast.
+    the policy and the forecast. ``points_to_evaluate``: configurations tried first
+    (default: the trainable's own ``defaults``; ``[]``: none; :mod:`.first_points`).
     """
 
     def __init__(
@@ -92,6 +93,7 @@ class Experiment:
         cost_budget: float | None = None,
         step_timeout="auto",
         prior=None,
+        points_to_evaluate="defaults",
     ):
         if space is None and isinstance(trainable, type):
             space = getattr(trainable, "space", lambda: None)()
@@ -106,7 +108,7 @@ class Experiment:
             sampler=sampler, seed=seed, checkpoint_dir=checkpoint_dir, scaling=scaling,
             configs=configs, target=target, poll=poll, fail_fast=fail_fast,
             max_workers=max_workers, cost_budget=cost_budget, step_timeout=step_timeout,
-            prior=prior,
+            prior=prior, points_to_evaluate=points_to_evaluate,
         )  # fmt: skip
         self._made(_assembly.configure(settings), Session(poll=poll))
 
@@ -220,25 +222,10 @@ class Experiment:
         from hypersched_nb.experiment.space import space_from_record
 
         journal = read_journal(path)
-        s = journal.settings
-        if journal.ended is not None:
-            raise ConfigError(
-                f"the search at {journal.url} is {journal.ended['status']}; "
-                "Experiment.open() reads it, a new Experiment searches again"
-            )
-        trainable = trainable or imported(s["trainable"])
-        if trainable is None:
-            raise ConfigError(
-                f"the trainable {s['trainable']} cannot be imported here: import or define "
-                "it, or pass trainable=<the class>"
-            )
-        if s["space"] is None:
-            raise ConfigError(
-                f"the search at {journal.url} offered from an iterator, which a journal cannot hold"
-            )
+        trainable = _assembly.resumable(journal, trainable)
         changes = {} if cluster is None else {"cluster": cluster}
         settings = _assembly.settings_of(journal, live=True, policy=policy, trainable=trainable,
-                                 space=space_from_record(s["space"]), **changes)  # fmt: skip
+                                 space=space_from_record(journal.settings["space"]), **changes)  # fmt: skip
         exp = cls._assembled(settings, Session(poll=settings.poll))
         exp._resume = (journal, None if deadline is None else parse_deadline(deadline))
         return exp.start()

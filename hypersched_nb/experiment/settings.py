@@ -23,6 +23,7 @@ from hypersched_nb.core.policies import EARLY_SIGNALS, Policy, check_budget
 from hypersched_nb.core.scaling import ScalingCurve
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.experiment.deadline import DeadlineSpec, parse_deadline, resolve_deadline
+from hypersched_nb.experiment.first_points import first_points
 
 __all__ = ["Settings", "import_path", "imported"]
 
@@ -57,6 +58,7 @@ class Settings:
     cost_budget: float | None = None
     step_timeout: object = "auto"  # seconds an epoch may run, "auto" or None (see DaskRuntime)
     prior: object = None  # a past search (see experiment.prior); resolved to a Prior
+    points_to_evaluate: object = "defaults"  # see experiment.first_points; resolved to dicts
     live: bool = True
     deadline_spec: DeadlineSpec = dataclasses.field(init=False, repr=False, compare=False)
 
@@ -87,6 +89,8 @@ class Settings:
 
             found = resolve_prior(self.prior, space=self.space, metric=self.metric, mode=self.mode)
             object.__setattr__(self, "prior", found)
+        points = first_points(self.points_to_evaluate, trainable=self.trainable, space=self.space)
+        object.__setattr__(self, "points_to_evaluate", points)
         if isinstance(self.policy, Policy):
             if self.policy_params is not None:
                 raise ConfigError(
@@ -149,6 +153,7 @@ class Settings:
             "max_workers": self.max_workers, "cost_budget": self.cost_budget,
             "early_signal": self.early_signal, "step_timeout": self.step_timeout,
             "prior": None if self.prior is None else self.prior.to_record(self.prior_evidence()),
+            "points_to_evaluate": [dict(p) for p in self.points_to_evaluate],
         }  # fmt: skip
 
     @classmethod
@@ -177,7 +182,7 @@ class Settings:
             "scaling": record["scaling"], "configs": record["configs"], "target": record["target"],
             "fail_fast": record["fail_fast"], "max_workers": record["max_workers"],
             "cost_budget": record["cost_budget"], "step_timeout": record["step_timeout"],
-            "live": live,
+            "points_to_evaluate": record["points_to_evaluate"], "live": live,
         }  # fmt: skip
         if record["prior"] is not None:  # what the policy was told, kept in the header
             from hypersched_nb.experiment.prior import Prior
@@ -193,7 +198,7 @@ RECORD_FIELDS = (
     "trainable", "space", "metric", "mode", "deadline", "max_epochs", "min_epochs", "eta",
     "policy", "policy_params", "seed", "sampler", "configs", "checkpoint_dir", "scaling",
     "target", "fail_fast", "cluster", "max_workers", "cost_budget", "early_signal",
-    "step_timeout", "prior",
+    "step_timeout", "prior", "points_to_evaluate",
 )  # fmt: skip
 
 

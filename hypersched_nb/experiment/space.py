@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import operator
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from hypersched_nb.core.trial import Trial, TrialState
 from hypersched_nb.errors import ConfigError
@@ -97,7 +97,9 @@ def _split_space(space: Mapping) -> tuple[dict, dict]:
 class OptunaSource(Iterator[dict]):
     """Configurations asked of an Optuna study; results told back when trials end.
 
-    ``max_configs`` bounds how many are offered (None: as many as the policy admits). The
+    ``points`` (parameter values, checked by :func:`.first_points.first_points`) are asked
+    first, in order; ``max_configs`` bounds how many are offered (None: as many as the
+    policy admits). The
     i-th configuration offered becomes the driver's trial i. Optuna's per-trial INFO log is
     turned down to WARNING so that a notebook cell is not flooded.
     """
@@ -110,6 +112,7 @@ class OptunaSource(Iterator[dict]):
         seed: int = 0,
         mode: str = "max",
         max_configs: int | None = None,
+        points: Sequence[Mapping] = (),
     ):
         import optuna
 
@@ -124,6 +127,8 @@ class OptunaSource(Iterator[dict]):
         self.study = optuna.create_study(
             direction="maximize" if mode == "max" else "minimize", sampler=_sampler(sampler, seed)
         )
+        for point in points:  # asked first, in order (see first_points)
+            self.study.enqueue_trial(dict(point))
         self.max_configs = max_configs
         self._size = space_size(self.distributions)  # configurations there are (inf: unbounded)
         self._offered: set[str] = set()  # the configurations offered, as keys (see _key)
@@ -323,11 +328,15 @@ def _as_journaled(params: Mapping) -> dict:
 
 
 def config_source(
-    space, *, sampler="tpe", seed: int = 0, mode: str = "max", max_configs: int | None = None
-):
-    """An :class:`OptunaSource` for a dict space, a :class:`ListSource` for a list of dicts."""
+    space, *, sampler="tpe", seed: int = 0, mode: str = "max", max_configs: int | None = None,
+    points: Sequence[Mapping] = (),
+):  # fmt: skip
+    """An :class:`OptunaSource` for a dict space (``points`` asked first), a
+    :class:`ListSource` for a list of dicts."""
     if isinstance(space, Mapping):
-        return OptunaSource(space, sampler=sampler, seed=seed, mode=mode, max_configs=max_configs)
+        return OptunaSource(
+            space, sampler=sampler, seed=seed, mode=mode, max_configs=max_configs, points=points
+        )
     if isinstance(space, (list, tuple)) and not space:
         raise ConfigError(f"`space` is {space!r}, but a list of configurations needs at least one")
     if isinstance(space, (list, tuple)) or (

@@ -264,7 +264,7 @@ def test_a_search_resumed_from_a_torn_journal_writes_on_from_its_last_whole_line
     "content, message",
     [(b"", "holds no whole record"),
      (b'{"k": "trial"}\n', "is not a hypersched_nb journal"),
-     (b'{"k": "search", "format": 99, "settings": {}}\n', "has journal format 99, but this hypersched_nb reads formats up to 3: upgrade"),
+     (b'{"k": "search", "format": 99, "settings": {}}\n', "has journal format 99, but this hypersched_nb reads formats up to 4: upgrade"),
      (b'{"k": "search", "format": 1, "settings": {}}\nnot json\n{"k": "now", "t": 1}\n', "line 2 of"),
      (b"[1, 2]\n", "is not a journal record")],
 )  # fmt: skip

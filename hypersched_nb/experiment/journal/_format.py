@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 #: the journal format this version writes (and the newest it reads)
-FORMAT = 3
+FORMAT = 4
 NAME = "journal.jsonl"
 _EVENTS = {
     cls.__name__: cls for cls in (Result, TrialFailed, WorkersChanged, TrialHalted, DeadlineChanged)
@@ -78,8 +78,14 @@ def _upgrade_2(settings: dict) -> dict:
     return {"prior": None, "step_timeout": "auto", **settings}
 
 
+def _upgrade_3(settings: dict) -> dict:
+    """Format 3 -> 4: format 4 keeps the configurations the search tried first (format 3's
+    searches tried none: their sampler drew from the first)."""
+    return {"points_to_evaluate": [], **settings}
+
+
 #: ``UPGRADES[n]`` turns the settings of a format-``n`` header into format ``n + 1``'s
-UPGRADES: dict[int, Callable[[dict], dict]] = {1: _upgrade_1, 2: _upgrade_2}
+UPGRADES: dict[int, Callable[[dict], dict]] = {1: _upgrade_1, 2: _upgrade_2, 3: _upgrade_3}
 
 
 # ---------------------------------------------------------------------------- reading
