@@ -1,6 +1,8 @@
 """The configurations a search tries first (``points_to_evaluate``): the trainable's own
 defaults unless told otherwise, checked against the space, kept in the journal."""
 
+from typing import ClassVar
+
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
@@ -21,7 +23,7 @@ SPACE = {
 
 
 class WithDefaults:
-    defaults = {"lr": 0.05, "batch_size": 64, "width": 16, "other": "kept out"}
+    defaults: ClassVar[dict] = {"lr": 0.05, "batch_size": 64, "width": 16, "other": "kept out"}
 
 
 def offers(points, n=3, seed=0) -> list[dict]:
@@ -53,7 +55,10 @@ def test_without_defaults_or_told_none_the_sampler_draws_from_the_first():
 
 
 def test_points_are_tried_in_order_then_the_sampler_goes_on_as_seeded():
-    points = [{"lr": 0.3, "batch_size": 32, "width": 64}, {"lr": 0.001, "batch_size": 128, "width": 8}]
+    points = [
+        {"lr": 0.3, "batch_size": 32, "width": 64},
+        {"lr": 0.001, "batch_size": 128, "width": 8},
+    ]
     tried = offers(first_points(points, trainable=None, space=SPACE), n=4)
     assert tried[:2] == [{**p, "epochs_per_step": 1} for p in points]
     assert tried[2:] == offers((), n=2)  # the sampler's random draws were not spent on them
@@ -91,7 +96,10 @@ def test_the_journal_keeps_the_points_resolved_so_a_resume_asks_the_same():
     again = Settings.from_record(record, trainable=DigitsCNN, space=DigitsCNN.space(), live=True)
     assert again.points_to_evaluate == settings.points_to_evaluate
     told_none = Settings.from_record(
-        {**record, "points_to_evaluate": []}, trainable=DigitsCNN, space=DigitsCNN.space(), live=True
+        {**record, "points_to_evaluate": []},
+        trainable=DigitsCNN,
+        space=DigitsCNN.space(),
+        live=True,
     )  # a search that tried none first (or of an older format) is resumed trying none
     assert told_none.points_to_evaluate == ()
 
