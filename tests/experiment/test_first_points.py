@@ -116,3 +116,14 @@ def test_the_journal_keeps_the_points_resolved_so_a_resume_asks_the_same():
 def test_inside_says_whether_a_value_lies_in_a_distribution(distribution, yes, no):
     assert all(inside(distribution, v) for v in yes)
     assert not any(inside(distribution, v) for v in no)
+
+
+def test_a_resumed_source_asked_again_with_the_same_points_goes_on_exactly():
+    points = first_points([{"lr": 0.3}, {"width": 24}], trainable=None, space=SPACE)
+    first = OptunaSource(SPACE, seed=3, points=points)
+    offered = [next(first) for _ in range(4)]
+    again = OptunaSource(SPACE, seed=3, points=points)  # rebuilt from the journal's header
+    for config in offered:  # the journal's offers, asked again
+        again.replayed(config)
+    assert [t.state.name for t in again.study.trials] == ["RUNNING"] * 4  # none redrawn
+    assert next(again) == next(first)  # and it goes on as the first would have
