@@ -15,6 +15,12 @@ Systems (``--systems``, all by default):
   ``SuccessiveHalvingPruner(min_resource=1, reduction_factor=4)``;
 * ``tpe-hyperband``: the same sampler with ``HyperbandPruner(min_resource=1,
   max_resource=E, reduction_factor=4)``;
+* ``ray-asha``: Ray Tune, ``Tuner`` with ``ASHAScheduler(max_t=E, grace_period=1,
+  reduction_factor=4)``, TPE through ``OptunaSearch`` (seeded, ``constant_liar=True``) on
+  the same Optuna space, ``reuse_actors=True``, ``max_concurrent_trials=W``,
+  ``time_budget_s=D``, the same Trainable in a function trainable; ``ray.init`` once before
+  the runs. Left out, said in one line, where ``ray[tune]`` is not installed (it is not a
+  dependency of hypersched_nb, nor of CI);
 * ``tpe-sha+defaults``: ``tpe-sha`` with the trainable's defaults enqueued first
   (``study.enqueue_trial``), as ours tries them first by default (``points_to_evaluate``):
   what a user who knows to do that would run, and so the part of our lead that is not the
@@ -26,8 +32,7 @@ the values drawn from its ``space()``; trial seed ``SeedSequence([s, trial numbe
 our Dask runtime gives it), calls ``setup`` and then ``step`` per epoch, reports the metric
 each epoch and is pruned when the pruner says so; it returns after a non-finite metric (a
 diverged trial, as our driver stops one) and stops at the deadline. Torch runs one thread
-per trial in both (our Dask workers are single-threaded processes). Ray Tune is not run:
-``ray`` is not installed in this environment (see ``benchmarks/ray_tune_asha.py``).
+per trial in both (our Dask workers are single-threaded processes).
 
 Trainables: ``digits`` (:class:`DigitsCNN`), ``mnist1d`` (:class:`MNIST1DCNN`, constant
 rate) and ``cosine`` (:class:`MNIST1DCosine`: warm-up and cosine annealing, whose first
@@ -65,13 +70,14 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 METRIC, MODE = "val_acc", "max"
 MISSING = 0.0  # the score of a run with no value by its deadline
-SYSTEMS = ("hypersched", "asha", "tpe-sha", "tpe-hyperband", "tpe-sha+defaults")
+SYSTEMS = ("hypersched", "asha", "tpe-sha", "tpe-hyperband", "tpe-sha+defaults", "ray-asha")
 DEFAULT = "hypersched"
 
 
@@ -261,6 +267,98 @@ def run_optuna(
     return sorted(values), len(study.trials), wall
 
 
+# ---------------------------------------------------------------------------- Ray Tune
+
+
+def ray_installed() -> bool:
+    import importlib.util
+
+    return (
+        importlib.util.find_spec("ray") is not None
+        and importlib.util.find_spec("ray.tune") is not None
+    )
+
+
+def start_ray(workers: int) -> None:
+    """``ray.init`` once before the runs, as our cluster is started once (Ray's trial actors
+    still start in each run, as each of our searches starts its trials)."""
+    import os
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    import ray
+
+    ray.init(
+        num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+        object_store_memory=256 * 2**20,
+    )  # fmt: skip
+
+
+def ray_trainable(cls, seed: int, max_epochs: int):
+    """A Ray function trainable that trains ``cls`` as a Dask worker of ours does: one torch
+    thread, a trial seed from its trial id, ``(wall time, metric)`` reported per epoch."""
+
+    def train(config: dict) -> None:
+        import torch
+        from ray import tune
+
+        from hypersched_nb.train.trainable import TrainContext
+
+        torch.set_num_threads(1)
+        number = zlib.crc32(tune.get_context().get_trial_id().encode())  # its id is a hash
+        model = cls()
+        model.setup(config, TrainContext(trial_id=number, seed=trial_seed(seed, number)))
+        for _ in range(max_epochs):
+            out = model.step()
+            tune.report({METRIC: float(out[METRIC]), "wall": time.time()})
+            if not math.isfinite(out[METRIC]):
+                return  # diverged: our driver stops such a trial too
+
+    return train
+
+
+def run_ray(cls, *, deadline: float, workers: int, max_epochs: int, seed: int):
+    """One Ray Tune search: ``ASHAScheduler(max_t=E, grace_period=1, reduction_factor=4)``,
+    TPE through ``OptunaSearch`` on the same Optuna space, ``reuse_actors=True``,
+    ``time_budget_s`` = the deadline; returns (timed values, trials, wall)."""
+    import optuna
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search.optuna import OptunaSearch
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    values: list = []
+    t0_wall, t0 = time.time(), time.monotonic()
+
+    class Collect(tune.Callback):
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            values.append((result["wall"] - t0_wall, result[METRIC]))
+
+    with tempfile.TemporaryDirectory(prefix="vs-peers-ray-") as storage:
+        search = OptunaSearch(
+            space=cls.space(), metric=METRIC, mode=MODE,
+            sampler=optuna.samplers.TPESampler(seed=seed, constant_liar=True),
+        )  # fmt: skip
+        tuner = tune.Tuner(
+            tune.with_resources(ray_trainable(cls, seed, max_epochs), {"cpu": 1}),
+            tune_config=tune.TuneConfig(
+                metric=METRIC, mode=MODE, search_alg=search, num_samples=-1,
+                scheduler=ASHAScheduler(
+                    time_attr="training_iteration", max_t=max_epochs, grace_period=1,
+                    reduction_factor=4,
+                ),
+                max_concurrent_trials=workers, time_budget_s=deadline, reuse_actors=True,
+            ),
+            run_config=tune.RunConfig(
+                storage_path=storage, verbose=0, callbacks=[Collect()],
+                checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=False),
+            ),
+        )  # fmt: skip
+        trials = len(tuner.fit())
+    return sorted(values), trials, time.monotonic() - t0
+
+
 # ---------------------------------------------------------------------------- the runs
 
 
@@ -269,6 +367,8 @@ def run_one(name: str, cls, system: str, fraction: float, deadline: float, seed:
     told = offered = None
     if system in ("hypersched", "asha"):
         values, trials, wall, told, offered = run_ours(cls, system, **kw)
+    elif system == "ray-asha":
+        values, trials, wall = run_ray(cls, **kw)
     else:
         pruner, _, first = system.removeprefix("tpe-").partition("+")
         values, trials, wall = run_optuna(cls, pruner, defaults=first == "defaults", **kw)
@@ -355,6 +455,11 @@ def warm_cluster(workers: int, classes) -> None:
 def main(argv=None) -> int:
     args = parse(argv)
     runs: list[Run] = []
+    if "ray-asha" in args.systems and not ray_installed():
+        print("ray-asha left out: ray[tune] is not installed here (pip install 'ray[tune]')", flush=True)  # fmt: skip
+        args.systems = [s for s in args.systems if s != "ray-asha"]
+    if "ray-asha" in args.systems:
+        start_ray(args.workers)
     if {"hypersched", "asha"} & set(args.systems):
         warm_cluster(args.workers, [trainables()[name] for name in args.trainables])
     for name in args.trainables:

@@ -94,13 +94,16 @@ def test_a_dry_run_runs_every_system_scores_every_run_and_writes_its_json(tmp_pa
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     runs = json.loads(out.read_text())["runs"]
-    assert [r["system"] for r in runs] == list(vs_peers.SYSTEMS)
+    ran = [s for s in vs_peers.SYSTEMS if s != "ray-asha" or vs_peers.ray_installed()]
+    assert [r["system"] for r in runs] == ran
+    if not vs_peers.ray_installed():  # CI's environment: not a dependency, said in one line
+        assert "ray-asha left out: ray[tune] is not installed here" in done.stdout
     for r in runs:
         assert all(t <= r["deadline"] for t, _ in r["values"])
         assert r["score"] == vs_peers.best_by(r["values"], r["deadline"])
     ours = runs[0]
     assert ours["offered"] is not None and 0 <= ours["told"] <= ours["offered"]
-    assert all(f"| {system} |" in done.stdout for system in vs_peers.SYSTEMS)
+    assert all(f"| {system} |" in done.stdout for system in ran)
 
 
 def test_the_first_value_is_the_median_time_to_a_finite_value_and_runs_without_one_are_counted():
