@@ -21,6 +21,9 @@ Systems (``--systems``, all by default):
   ``time_budget_s=D``, the same Trainable in a function trainable; ``ray.init`` once before
   the runs. Left out, said in one line, where ``ray[tune]`` is not installed (it is not a
   dependency of hypersched_nb, nor of CI);
+* ``hypersched-ended``: our default with its sampler told of a trial only when the trial
+  ends, not when it pauses (as before the sampler heard every trial's evidence as it
+  arrived): that change's effect on its own;
 * ``tpe-sha+defaults``: ``tpe-sha`` with the trainable's defaults enqueued first
   (``study.enqueue_trial``), as ours tries them first by default (``points_to_evaluate``):
   what a user who knows to do that would run, and so the part of our lead that is not the
@@ -64,6 +67,7 @@ paid about 3 s per worker to load it, and at these deadlines that closed its adm
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import statistics
@@ -77,7 +81,10 @@ import numpy as np
 
 METRIC, MODE = "val_acc", "max"
 MISSING = 0.0  # the score of a run with no value by its deadline
-SYSTEMS = ("hypersched", "asha", "tpe-sha", "tpe-hyperband", "tpe-sha+defaults", "ray-asha")
+SYSTEMS = (
+    "hypersched", "asha", "tpe-sha", "tpe-hyperband", "tpe-sha+defaults", "ray-asha",
+    "hypersched-ended",
+)  # fmt: skip
 DEFAULT = "hypersched"
 
 
@@ -160,14 +167,33 @@ def full_seconds(cls, max_epochs: int) -> float:
 # ---------------------------------------------------------------------------- ours
 
 
-def run_ours(cls, policy: str, *, deadline: float, workers: int, max_epochs: int, seed: int):
+@contextlib.contextmanager
+def told_when_over_only(on: bool):
+    """While ``on``: our search's sampler hears of a trial only when it ends, not when it
+    pauses (as before it heard every trial's evidence as it arrived): the sampler change's
+    effect on its own (system ``hypersched-ended``)."""
+    from hypersched_nb.experiment._search import Heard
+
+    paused = Heard.paused
+    if on:
+        Heard.paused = lambda self, trial: None
+    try:
+        yield
+    finally:
+        Heard.paused = paused
+
+
+def run_ours(
+    cls, policy: str, *, deadline: float, workers: int, max_epochs: int, seed: int,
+    ended_only: bool = False,
+):  # fmt: skip
     """One live search of ours; returns (timed best-so-far values, trials, wall, told,
     offered)."""
     from hypersched_nb.experiment.compare import best_so_far
     from hypersched_nb.experiment.experiment import Experiment
     from hypersched_nb.experiment.journal import read_journal
 
-    with tempfile.TemporaryDirectory(prefix="vs-peers-") as folder:
+    with told_when_over_only(ended_only), tempfile.TemporaryDirectory(prefix="vs-peers-") as folder:
         t0 = time.monotonic()
         exp = Experiment(
             cls, cls.space(), metric=METRIC, mode=MODE, policy=policy, cluster=workers,
@@ -365,8 +391,10 @@ def run_ray(cls, *, deadline: float, workers: int, max_epochs: int, seed: int):
 def run_one(name: str, cls, system: str, fraction: float, deadline: float, seed: int, args) -> Run:
     kw = dict(deadline=deadline, workers=args.workers, max_epochs=args.max_epochs, seed=seed)
     told = offered = None
-    if system in ("hypersched", "asha"):
-        values, trials, wall, told, offered = run_ours(cls, system, **kw)
+    if system in ("hypersched", "asha", "hypersched-ended"):
+        policy = system.removesuffix("-ended")
+        ours = run_ours(cls, policy, ended_only=system.endswith("-ended"), **kw)
+        values, trials, wall, told, offered = ours
     elif system == "ray-asha":
         values, trials, wall = run_ray(cls, **kw)
     else:
@@ -394,7 +422,7 @@ def table(runs: list[Run]) -> str:
             if system != DEFAULT and ours:
                 wtl = "/".join(map(str, paired(ours, {r.seed: r.score for r in mine})))
             share = "—"
-            if system == DEFAULT:
+            if system.startswith(DEFAULT):
                 told, offered = sum(r.told or 0 for r in mine), sum(r.offered or 0 for r in mine)
                 share = f"{told}/{offered} ({told / offered:.0%})" if offered else "—"
             lines.append(
@@ -460,7 +488,7 @@ def main(argv=None) -> int:
         args.systems = [s for s in args.systems if s != "ray-asha"]
     if "ray-asha" in args.systems:
         start_ray(args.workers)
-    if {"hypersched", "asha"} & set(args.systems):
+    if {"hypersched", "asha", "hypersched-ended"} & set(args.systems):
         warm_cluster(args.workers, [trainables()[name] for name in args.trainables])
     for name in args.trainables:
         cls = trainables()[name]
