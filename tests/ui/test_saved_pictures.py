@@ -161,12 +161,15 @@ def test_a_click_on_stop_says_stopped_within_two_seconds(tmp_path):
 def test_a_search_that_fails_fast_says_failed_within_two_seconds(tmp_path):
     bad = '"returns": optuna.distributions.CategoricalDistribution(["not a dict"]),'
     name = notebook(tmp_path, "fail.ipynb", [SEARCH.format(extra=bad, deadline="3m"), WATCH])
+    # the header's words: a failed trial's row in the events table says "failed: " before
+    # the search itself fails (fail_fast waits for three), and the controls rightly stay on
+    header = "hypersched failed: "
     with Lab(tmp_path, artifacts=ARTIFACTS) as lab:
         lab.open(name)
-        watch_page(lab, "failed: ")
+        watch_page(lab, header)
         lab.run_all()
         lab.wait_ran(1, timeout=120)
-        said = page_says(lab, "failed: ", 120)
+        said = page_says(lab, header, 120)
         lab.screenshot("fail-1-failed", showing=lab.cell(0))
         stop = lab.page.locator(".widget-button", has_text="stop").first
         stop_off = stop.count() == 0 or stop.is_disabled()
