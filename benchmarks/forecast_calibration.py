@@ -4,7 +4,7 @@
                                               [--seeds 10] [--runs 32] [--policy hypersched]
                                               [--workers 8] [--jobs 2] [--prior-split]
 
-On each trace (digits-cnn, mnist1d-cnn, mnist1d-cosine and the LCBench traces of
+On each trace (digits-cnn, digits-mlp, mnist1d-cnn, mnist1d-cosine and the LCBench traces of
 ``../shared/traces``; an absent one is skipped with a note), for seeds 0-9, a simulated search with deadline D (the
 trace's median time to train one configuration fully on one worker) on ``--workers``
 workers is stopped at D/4 and at D/2; there the forecast of the best by D is made for the
@@ -48,7 +48,7 @@ from hypersched_nb.sim.clock import VirtualClock
 from hypersched_nb.sim.runtime import SimRuntime, offers
 from hypersched_nb.sim.trace import Trace, find_trace, load_trace, split_halves
 
-DEFAULT_TRACES = ("digits-cnn", "mnist1d-cnn", "mnist1d-cosine") + tuple(
+DEFAULT_TRACES = ("digits-cnn", "digits-mlp", "mnist1d-cnn", "mnist1d-cosine") + tuple(
     f"lcbench-{task}" for task in (126026, 167152, 167181, 167190, 168910, 189909)
 )
 FRACTIONS = (0.25, 0.5)

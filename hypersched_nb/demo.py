@@ -42,10 +42,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model",
-        choices=("digits", "mnist1d", "mnist1d-cosine"),
+        choices=("digits", "digits-mlp", "mnist1d", "mnist1d-cosine"),
         default="digits",
-        help="example trainable (default: digits; mnist1d-cosine anneals its learning rate "
-        "over --max-epochs)",
+        help="example trainable (default: digits; digits-mlp trains a perceptron with AdamW and "
+        "a step schedule; mnist1d-cosine anneals its learning rate over --max-epochs)",
     )
     p.add_argument(
         "--max-epochs", type=int, default=30, help="epochs a trial may train (default: 30)"
@@ -108,9 +108,14 @@ def search_space(name: str, max_epochs: int) -> tuple[type, dict]:
     schedule spans the search's epoch budget, with its warm-up shorter than it."""
     from optuna.distributions import IntDistribution
 
-    from hypersched_nb.train.examples import MNIST1DCNN, DigitsCNN, MNIST1DCosine
+    from hypersched_nb.train.examples import MNIST1DCNN, DigitsCNN, DigitsMLP, MNIST1DCosine
 
-    model = {"digits": DigitsCNN, "mnist1d": MNIST1DCNN, "mnist1d-cosine": MNIST1DCosine}[name]
+    model = {
+        "digits": DigitsCNN,
+        "digits-mlp": DigitsMLP,
+        "mnist1d": MNIST1DCNN,
+        "mnist1d-cosine": MNIST1DCosine,
+    }[name]
     space = model.space()
     if model is MNIST1DCosine:
         warmup = IntDistribution(0, max(0, min(space["warmup_epochs"].high, max_epochs - 1)))

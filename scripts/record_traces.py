@@ -17,7 +17,7 @@ per-replica batch, so the 2-process epoch does half the steps on each), and
 ``setup`` in a fresh process whose libraries are imported (dataset read from the disk
 cache); see :func:`measure_startup`.
 
-    .venv/bin/python scripts/record_traces.py            # the three traces: 20-45 min on 2 cores
+    .venv/bin/python scripts/record_traces.py            # the four traces: 25-50 min on 2 cores
     .venv/bin/python scripts/record_traces.py --summary  # figures of the traces in --out
     .venv/bin/python scripts/record_traces.py --only digits-cnn --configs 8 --epochs 3 --out /tmp/t
 """
@@ -42,6 +42,7 @@ import pandas as pd
 
 EXAMPLES = {
     "digits-cnn": "DigitsCNN",
+    "digits-mlp": "DigitsMLP",
     "mnist1d-cnn": "MNIST1DCNN",
     "mnist1d-cosine": "MNIST1DCosine",
 }
@@ -337,7 +338,7 @@ def measure_startup(cls_name: str, runs: int, seed: int) -> dict:
     in that process (dataset in memory) set up and loaded from the first one's state dict.
     ``cold_process``: the whole fresh interpreter, imports included, up to the first setup.
     """
-    lib = "sklearn.datasets" if cls_name == "DigitsCNN" else "mnist1d.data"
+    lib = {"digits": "sklearn.datasets", "mnist1d": "mnist1d.data"}[_dataset(cls_name)]
     code = (
         "import time; t00 = time.perf_counter()\n"
         "import json, importlib, torch; torch.set_num_threads(1)\n"
@@ -376,7 +377,14 @@ def _warm_data(cls_name: str) -> None:
     """Build the dataset once here so that worker processes read it from the disk cache."""
     from hypersched_nb.train import data
 
-    (data.mnist1d if cls_name == "MNIST1DCNN" else data.digits)()
+    getattr(data, _dataset(cls_name))()
+
+
+def _dataset(cls_name: str) -> str:
+    """The name of the example's dataset loader in ``hypersched_nb.train.data``."""
+    from hypersched_nb.train import examples
+
+    return "mnist1d" if issubclass(getattr(examples, cls_name), examples.MNIST1DCNN) else "digits"
 
 
 def _space(cls_name: str) -> dict:

@@ -14,6 +14,7 @@ __all__ = [
     "MNIST1DCosine",
     "CIFARResNet18",
     "DigitsCNN",
+    "DigitsMLP",
     "TrainContext",
     "Trainable",
     "data",
@@ -23,6 +24,7 @@ __getattr__, __dir__ = lazy(
     __name__,
     {
         "DigitsCNN": "hypersched_nb.train.examples",
+        "DigitsMLP": "hypersched_nb.train.examples",
         "MNIST1DCNN": "hypersched_nb.train.examples",
         "MNIST1DCosine": "hypersched_nb.train.examples",
         "CIFARResNet18": "hypersched_nb.train.examples",

@@ -84,6 +84,13 @@ def test_mnist1d_cosine_anneals_over_the_searchs_epoch_budget():
     assert "budget_epochs" not in search_space("mnist1d", 30)[1]
 
 
+def test_digits_mlp_is_the_perceptron_with_its_own_space():
+    from hypersched_nb.train.examples import DigitsMLP
+
+    model, space = search_space("digits-mlp", 30)
+    assert model is DigitsMLP and set(space) == set(DigitsMLP.space())
+
+
 def test_an_epoch_budget_below_one_is_still_the_searchs_one_line(never_started, capsys):
     assert main(["--model", "mnist1d-cosine", "--max-epochs", "0"]) == 2
     assert capsys.readouterr().err.startswith("hypersched_nb demo: `max_epochs` is 0")

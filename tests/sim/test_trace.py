@@ -266,7 +266,7 @@ def _epoch1_rank_correlation_among_learners(name: str) -> float:
     )
 
 
-@pytest.mark.parametrize("name", ["digits-cnn", "mnist1d-cnn", "mnist1d-cosine"])
+@pytest.mark.parametrize("name", ["digits-cnn", "digits-mlp", "mnist1d-cnn", "mnist1d-cosine"])
 def test_the_shipped_traces_were_recorded_by_really_training(name):
     trace = load_trace(name)  # found in hypersched_nb/traces, no ../shared needed
     assert trace.meta["source"].startswith("recorded by scripts/record_traces.py")

@@ -10,7 +10,13 @@ import torch
 
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.train import data
-from hypersched_nb.train.examples import MNIST1DCNN, CIFARResNet18, DigitsCNN, MNIST1DCosine
+from hypersched_nb.train.examples import (
+    MNIST1DCNN,
+    CIFARResNet18,
+    DigitsCNN,
+    DigitsMLP,
+    MNIST1DCosine,
+)
 from hypersched_nb.train.trainable import TrainContext
 
 
@@ -88,6 +94,8 @@ def test_step_reports_the_two_metrics():
         (DigitsCNN, {"dropout": 0.3, "batch_size": 64}),  # dropout draws random numbers
         # paused in its warm-up, resumed where the schedule is at its peak
         (MNIST1DCosine, {"dropout": 0.3, "batch_size": 256, "warmup_epochs": 2}),
+        # Adam's moments travel; paused before its step, resumed after it
+        (DigitsMLP, {"dropout": 0.3, "batch_size": 128, "decay_epoch": 2}),
     ],
 )
 def test_pause_and_resume_elsewhere_equals_training_straight_through(cls, config):
@@ -147,6 +155,15 @@ def test_a_scheduled_learning_rate_warms_up_then_anneals_to_zero_at_the_budget()
     assert t.optimizer.param_groups[0]["lr"] == pytest.approx(0.1)  # epoch 1 trained at lr / 3
 
 
+def test_the_perceptron_trains_with_adamw_and_cuts_its_learning_rate_after_decay_epoch():
+    t, results = trained(DigitsMLP, {"lr": 0.003, "decay_epoch": 2, "batch_size": 64}, 3)
+    assert isinstance(t.optimizer, torch.optim.AdamW)
+    assert [t.lr_factor(e) for e in (1, 2, 3, 30)] == [1.0, 1.0, 0.1, 0.1]
+    assert t.optimizer.param_groups[0]["lr"] == pytest.approx(0.0003)  # epoch 3: after the cut
+    assert results[-1]["val_acc"] > 0.8  # it learns
+    assert set(roundtrip(t.state_dict())["optimizer"]["state"][0]) >= {"exp_avg", "exp_avg_sq"}
+
+
 def test_a_constant_learning_rate_is_the_default_schedule():
     t, _ = trained(DigitsCNN, {"lr": 0.04, "batch_size": 512}, 2)
     assert [t.lr_factor(e) for e in (1, 2, 30, 300)] == [1.0] * 4
@@ -156,7 +173,7 @@ def test_a_constant_learning_rate_is_the_default_schedule():
 # -- configuration and search spaces -------------------------------------------------------
 
 
-@pytest.mark.parametrize("cls", [DigitsCNN, MNIST1DCNN, MNIST1DCosine, CIFARResNet18])
+@pytest.mark.parametrize("cls", [DigitsCNN, DigitsMLP, MNIST1DCNN, MNIST1DCosine, CIFARResNet18])
 def test_space_is_optuna_distributions_over_config_keys(cls):
     space = cls.space()
     assert all(isinstance(d, optuna.distributions.BaseDistribution) for d in space.values())
@@ -178,6 +195,13 @@ def test_unknown_config_key_is_a_one_line_error():
 def test_bad_config_value_is_a_one_line_error():
     with pytest.raises(ConfigError, match="`momentum` is 1.5, but must be in"):
         DigitsCNN().setup({"momentum": 1.5}, TrainContext())
+
+
+def test_a_key_another_example_checks_is_unknown_here():
+    with pytest.raises(ConfigError, match="unknown config key.*momentum"):
+        DigitsMLP().setup({"momentum": 0.9}, TrainContext())  # AdamW has none
+    with pytest.raises(ConfigError, match="`decay_epoch` is 0, but must be >= 1"):
+        DigitsMLP().setup({"decay_epoch": 0}, TrainContext())
 
 
 def test_a_warm_up_as_long_as_the_budget_is_a_one_line_error():
