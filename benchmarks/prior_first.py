@@ -1,6 +1,6 @@
 """Should a past search's best regions be offered first? The measurement behind that choice.
 
-    python benchmarks/prior_first.py [--seeds 10] [--always] [--traces NAME,...]
+    python benchmarks/prior_first.py [--seeds 10] [--always] [--first K] [--traces NAME,...]
         [--processes 2]
 
 ``benchmarks/prior_split.py``'s cells and settings (each trace split into two halves of its
@@ -14,7 +14,9 @@ the prior's start-up, over its median epoch; a curve shorter than that counts it
 value; a diverged one, the worst value). The order is kept only where the prior predicts
 itself: the rank correlation between each of its configurations' metric and its
 prediction from the others must pass z = 1.645 over chance (rule 2's test); ``--always``
-orders whatever that says. Nothing reads a trace's name or family.
+orders whatever that says; ``--first K`` puts only the K best predicted first (K = the
+8 workers: the first wave) and leaves the rest in the seed's order. Nothing reads a
+trace's name or family.
 
 Only the offers' order changes: the policy, its evidence from the prior and the baselines
 are ``prior_split.py``'s. The result, and why this is not (yet) a setting of the package,
@@ -34,6 +36,8 @@ from hypersched_nb.sim.trace import TRACE_KEY, Trace
 
 NEAREST = 5
 ALWAYS = "--always" in sys.argv
+#: ``--first K``: only the K best predicted come first, the rest in the seed's own order
+FIRST = int(sys.argv[sys.argv.index("--first") + 1]) if "--first" in sys.argv else 0
 _PLAIN = prior_split.run_cell  # a cell as prior_split.py runs it
 
 
@@ -89,7 +93,9 @@ def run_cell(job: tuple) -> tuple:
     def best_first(trace, seed, settings):
         sim = replayed(trace, seed, settings)
         order = np.argsort(-predicted(past, sim.offered, at=at), kind="stable")
-        sim.offered[:] = [sim.offered[i] for i in order]
+        first = [int(i) for i in order[: FIRST or len(order)]]
+        rest = [i for i in range(len(order)) if i not in set(first)]
+        sim.offered[:] = [sim.offered[i] for i in first + rest]
         return sim
 
     sim_module.replayed = best_first
@@ -100,6 +106,8 @@ def run_cell(job: tuple) -> tuple:
 
 
 if __name__ == "__main__":
+    if FIRST:
+        del sys.argv[sys.argv.index("--first") : sys.argv.index("--first") + 2]
     sys.argv = [a for a in sys.argv if a != "--always"]
     prior_split.run_cell = run_cell  # what prior_split's pool runs (fork: the children see it)
     prior_split.main()
