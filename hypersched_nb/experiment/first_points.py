@@ -39,6 +39,7 @@ import numbers
 from collections.abc import Mapping
 
 from hypersched_nb.errors import ConfigError
+from hypersched_nb.experiment.space import split_space
 
 __all__ = ["DEFAULTS", "first_points"]
 
@@ -56,21 +57,19 @@ def first_points(points, *, trainable, space) -> tuple[dict, ...]:
             f"`points_to_evaluate` is {points!r}, but must be 'defaults' (the trainable's), a "
             "list of dicts of parameter values to try first, or []"
         )
-    if not points or not isinstance(space, Mapping):
-        if points and isinstance(space, (list, tuple)):
-            raise ConfigError(
-                "`points_to_evaluate` is given with a list of configurations, which are tried "
-                "in their order: put these first in the list"
-            )
-        return tuple(dict(p) for p in points if isinstance(p, Mapping))  # a reopened search's
+    if points and isinstance(space, (list, tuple)):
+        raise ConfigError(
+            "`points_to_evaluate` is given with a list of configurations, which are tried "
+            "in their order: put these first in the list"
+        )
+    if not points or not isinstance(space, Mapping):  # none, or a reopened search's (no space)
+        return tuple(dict(p) for p in points if isinstance(p, Mapping))
     sampled = _sampled(space)
     return tuple(_checked(i, point, sampled) for i, point in enumerate(points))
 
 
 def _sampled(space: Mapping) -> dict:
-    from hypersched_nb.experiment.space import _split_space
-
-    return _split_space(space)[0]
+    return split_space(space)[0]
 
 
 def _defaults_of(trainable, space) -> tuple[dict, ...]:

@@ -43,6 +43,7 @@ __all__ = [
     "SAMPLERS",
     "space_record",
     "space_from_record",
+    "split_space",
 ]
 
 #: sampler names accepted by ``Experiment(sampler=...)``; any Optuna sampler object works too
@@ -70,7 +71,7 @@ def _sampler(name, seed: int):
     )
 
 
-def _split_space(space: Mapping) -> tuple[dict, dict]:
+def split_space(space: Mapping) -> tuple[dict, dict]:
     """(distributions to sample, fixed values) from a user's space."""
     from optuna.distributions import BaseDistribution, CategoricalDistribution
 
@@ -122,7 +123,7 @@ class OptunaSource(Iterator[dict]):
             )
         if max_configs is not None and max_configs < 1:
             raise ConfigError(f"`configs` is {max_configs}, but must be >= 1")
-        self.distributions, self.fixed = _split_space(space)
+        self.distributions, self.fixed = split_space(space)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.study = optuna.create_study(
             direction="maximize" if mode == "max" else "minimize", sampler=_sampler(sampler, seed)
