@@ -34,6 +34,17 @@ def test_a_tiny_recording_is_a_trace_with_its_sidecar(tmp_path):
     assert trace.scaling.as_dict()[2] > 0  # a measured speed-up on 2 gloo processes
 
 
+@pytest.mark.parametrize(
+    ("example", "dataset"),
+    [("DigitsCNN", "digits"), ("DigitsMLP", "digits"), ("MNIST1DCNN", "mnist1d"),
+     ("MNIST1DCosine", "mnist1d")],
+)  # fmt: skip
+def test_each_example_s_start_up_is_timed_with_its_own_dataset_loaded(example, dataset):
+    # the library a start-up imports and the data warmed before the trials follow the class,
+    # not a list of names: a new example is timed as a worker that already imported it
+    assert record_traces._dataset(example) == dataset
+
+
 def test_a_scaling_run_that_fails_is_tried_again(monkeypatch):
     tries = iter([(None, [-6, 0]), (([1.0, 1.2], [0.6, 0.7]), [0, 0])])
     monkeypatch.setattr(record_traces, "_scaling_run", lambda *a: next(tries))
