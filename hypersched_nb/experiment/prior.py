@@ -21,7 +21,7 @@ Example:
     >>> prior = resolve_prior(past, space=[new.config(i) for i in new.ids], metric="val_acc",
     ...                       mode="max")
     >>> prior.label, prior.evidence(min_epochs=1, eta=4, max_epochs=30).verdict(z=1.645, floor=0.5)
-    ("trace 'digits-cnn[past 0]'", 'trust')
+    ("trace 'digits-cnn[past 0]'", PriorWord.TRUST)
 """
 
 from __future__ import annotations

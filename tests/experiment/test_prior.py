@@ -90,6 +90,40 @@ def test_a_prior_whose_epoch_1_loses_its_order_later_is_not_trusted_from_the_sta
     assert exp.policy.trust.short().endswith("trusting epoch 1 for now, testing it at epoch 4")
 
 
+def reversing(n: int = 80, epochs: int = 16, seed: int = 2) -> Trace:
+    """Curves whose order at the end is the reverse of epoch 1's: those that start best
+    level off at once, those that start worst climb past them (slow starters)."""
+    rng = np.random.default_rng(seed)
+    metrics, seconds, params = {}, {}, {}
+    for i in range(n):
+        start = rng.uniform(0.1, 0.3)
+        e = np.arange(1, epochs + 1)
+        metrics[i] = (
+            start + (0.3 - start) * 3 * (1 - np.exp(-(e - 1) / 4)) + rng.normal(0, 0.003, epochs)
+        )
+        seconds[i] = np.full(epochs, 10.0)
+        params[i] = {"lr": float(rng.uniform(0.001, 0.1))}
+    return Trace("slow-starters", tuple(range(n)), metrics, seconds, params,
+                 metric_name="val_acc", scaling=ScalingCurve(), startup_seconds=1.0)  # fmt: skip
+
+
+def test_a_prior_whose_epoch_1_order_was_reversed_by_the_end_starts_the_search_in_doubt():
+    past, new = split_halves(reversing(), seed=0)
+    evidence = resolve_prior(past, space=space_of(new), metric="val_acc", mode="max").evidence(
+        min_epochs=1, eta=4, max_epochs=16
+    )
+    assert evidence.final_auc < 0.2  # epoch 1's keepers ended worst
+    exp = Experiment.replay(new, deadline=400, prior=past)
+    line = exp.policy.trust.short()
+    assert line.startswith("from trace 'slow-starters[past 0]': epoch 1 agreed with epoch 4 in ")
+    assert line.endswith(", reversed by then; doubting epoch 1 until it predicts epoch 4")
+    told = simulate(new, "hypersched", 400.0, 0, SETTINGS, journal=True, prior=past)
+    reasons = [row["reason"] for row in told.outcome.journal]
+    assert not any("for now" in r for r in reasons)  # no tentative verdict at epoch 1
+    without = simulate(new, "hypersched", 400.0, 0, SETTINGS, journal=True)
+    assert any("for now" in row["reason"] for row in without.outcome.journal)
+
+
 def test_simulate_with_a_prior_changes_the_decisions_and_without_one_does_not():
     without = simulate(NEW, "hypersched", 60.0, 0, SETTINGS, journal=True).outcome.journal
     again = simulate(NEW, "hypersched", 60.0, 0, SETTINGS, journal=True, prior=None)

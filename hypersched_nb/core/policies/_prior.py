@@ -15,7 +15,10 @@ one cannot see at its start: whether epoch r's verdicts still hold at the end of
 (``final``, the last epoch enough of its curves reached). Epochs that agree with epoch η·r
 and then lose their order later (a late rank change) are what trusting epoch r from the
 start would get most wrong, so the prior says to trust epoch r only where its verdicts hold
-at both (:meth:`PriorEvidence.verdict`).
+at both (:meth:`PriorEvidence.verdict`). Where, on the contrary, they were reversed by the
+end (the AUC with ``final`` below one half by ``z`` standard errors: the configurations
+epoch r would keep ended worse than those it would pause), judging by epoch r even for now
+pauses the configurations that end best, so the prior says to doubt it from the start.
 ``survivor_auc`` is the same agreement among only the configurations the rung would keep
 (its top 1/η): the one a search that trusts epoch r can measure of itself, since only those
 train on, and so the one its own evidence is checked against (:meth:`PriorEvidence.disagrees`).
@@ -24,7 +27,9 @@ Example:
     >>> e = PriorEvidence(label="search 'runs/a'", low=1, high=4, auc=0.91, kept=25, paused=75,
     ...                   final=30, final_auc=0.85, final_kept=25, final_paused=75)
     >>> e.verdict(z=1.645, floor=0.5), e.agreement()
-    ('trust', 'epoch 1 agreed with epoch 4 in 91% of pairs, with epoch 30 in 85%')
+    (PriorWord.TRUST, 'epoch 1 agreed with epoch 4 in 91% of pairs, with epoch 30 in 85%')
+    >>> dataclasses.replace(e, final_auc=0.3).verdict(z=1.645, floor=0.5)
+    PriorWord.REVERSED
     >>> PriorEvidence.from_record(e.to_record()) == e
     True
 """
@@ -32,17 +37,30 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hypersched_nb.core.policies._describe import epoch_number
 
-__all__ = ["PriorEvidence", "standard_error"]
+__all__ = ["PriorEvidence", "PriorWord", "standard_error"]
 
-#: a prior this many pairs or more that fails the trust test is taken to doubt epoch r: a
-#: sample that large would have shown a useful agreement (fewer: it cannot tell)
+#: a prior of fewer pairs that neither trusts nor reverses epoch r is too small to tell (a
+#: sample this large would have shown a useful agreement)
 DECISIVE_PAIRS = 32
+
+
+class PriorWord(enum.Enum):
+    """What a past search says of epoch r, as rule 2 reads it (:meth:`PriorEvidence.verdict`)."""
+
+    TRUST = "trust"  # its verdicts held at epoch η·r and at the end: judge from the start
+    REVERSED = "reversed"  # its verdicts were reversed by the end: doubt it from the start
+    UNSURE = "unsure"  # neither, over enough pairs: test it, as without a prior
+    TOO_FEW = "too few"  # too few pairs to tell: test it, as without a prior
+
+    def __repr__(self) -> str:
+        return f"PriorWord.{self.name}"
 
 
 def standard_error(kept: int, paused: int) -> float:
@@ -80,15 +98,21 @@ class PriorEvidence:
     def pairs(self) -> int:
         return self.kept + self.paused
 
-    def verdict(self, *, z: float, floor: float) -> str | None:
-        """``"trust"`` when epoch r's agreement with epoch η·r and with ``final`` each
-        exceed ``floor`` by ``z`` standard errors, ``"doubt"`` when they do not over
-        :data:`DECISIVE_PAIRS` pairs or more, None when there are too few pairs to tell."""
+    def verdict(self, *, z: float, floor: float) -> PriorWord:
+        """:attr:`~PriorWord.TRUST` when epoch r's agreement with epoch η·r and with
+        ``final`` each exceed ``floor`` by ``z`` standard errors; else
+        :attr:`~PriorWord.REVERSED` when its agreement with ``final`` is below one half by
+        ``z`` standard errors; else :attr:`~PriorWord.UNSURE` over :data:`DECISIVE_PAIRS`
+        pairs or more, :attr:`~PriorWord.TOO_FEW` under."""
+        far_error = standard_error(self.final_kept, self.final_paused)
         near = self.auc - z * standard_error(self.kept, self.paused) > floor
-        far = self.final_auc - z * standard_error(self.final_kept, self.final_paused) > floor
-        if near and far:
-            return "trust"
-        return "doubt" if self.pairs >= DECISIVE_PAIRS and self.kept and self.paused else None
+        if near and self.final_auc - z * far_error > floor:
+            return PriorWord.TRUST
+        if self.final_auc + z * far_error < 0.5:
+            return PriorWord.REVERSED
+        if self.pairs >= DECISIVE_PAIRS and self.kept and self.paused:
+            return PriorWord.UNSURE
+        return PriorWord.TOO_FEW
 
     def disagrees(self, auc: float, kept: int, paused: int, *, z: float) -> bool:
         """Does a search's own test (``auc`` over ``kept`` and ``paused`` among the trials it

@@ -38,15 +38,18 @@ The user who knows their curves says so (``early_signal``):
 - ``"trust"``: no rung is on probation: epoch r judges from the first result, as in ASHA.
 
 A past search of the same model (``prior``, a :class:`~._prior.PriorEvidence`) answers the
-question before the first result, under ``"auto"`` only: where its epoch 1 agreed with its
-epoch 4 (the same test, over its pairs), the lowest rung judges from the start
+question before the first result, under ``"auto"`` only (its word is a
+:class:`~._prior.PriorWord`): where its epoch 1 agreed with its epoch 4 and with the end of
+its curves (the same test, over its pairs), the lowest rung judges from the start
 (``TrustState.PRIOR``) and this search's own test still runs at its milestones, on the
 trials it kept: it passes (trust earned), or, where its agreement falls below the prior's
 among the trials a trusting search keeps by ``z`` standard errors of the difference, this
 search's evidence wins: the verdicts are withdrawn and the trials they paused come back, as
-after a failed tentative test. Where the prior's epoch 1 did not agree over enough pairs to
-tell (:data:`~._prior.DECISIVE_PAIRS`), the search starts in doubt; with fewer pairs, as if
-there were no prior. The policy line says what the prior told it.
+after a failed tentative test. Where its epoch 1's verdicts were reversed by the end, a
+tentative verdict would pause the trials that end best: the search starts in doubt
+(``TrustState.DOUBT``), until its own test passes. Otherwise (it did not agree, or had too
+few pairs to tell) the search tests epoch 1 as if there were no prior. The policy line says
+what the prior told it.
 
 :meth:`Trust.state` says which mode the search is in and why, in one line. Where the lowest
 rung stands is one of :class:`~._trust_states.TrustState`, and one table there says how it
@@ -66,13 +69,16 @@ from collections.abc import Container, Sequence
 
 from hypersched_nb.core.policies._base import check_early_signal
 from hypersched_nb.core.policies._describe import epoch_number
-from hypersched_nb.core.policies._prior import PriorEvidence
+from hypersched_nb.core.policies._prior import PriorEvidence, PriorWord
 from hypersched_nb.core.policies._rungs import Rung
 from hypersched_nb.core.policies._sample import percentile
 from hypersched_nb.core.policies._trust_states import TrustState, account, initial, move, short
 from hypersched_nb.errors import ConfigError
 
 __all__ = ["Trust", "keep_agreement", "needed_auc", "trusted"]
+
+#: what the policy line adds to the prior's agreement, by its word
+_SAID_OF = {PriorWord.TOO_FEW: ", too few to tell", PriorWord.REVERSED: ", reversed by then"}
 
 
 def keep_agreement(
@@ -152,8 +158,11 @@ class Trust:
         self._first_pair: tuple[float, int] | None = None  # (time, pairs) at the lowest rung
         self.prior = prior if prior is not None and self._matches(prior) else None
         if self.prior is not None and self.current is TrustState.TENTATIVE:
-            if self.prior.verdict(z=z, floor=floor) == "trust":
+            word = self.prior.verdict(z=z, floor=floor)
+            if word is PriorWord.TRUST:
                 self._move("prior_trust")
+            elif word is PriorWord.REVERSED:
+                self._move("prior_doubt")
 
     def _matches(self, prior: PriorEvidence) -> bool:
         """Does ``prior`` compare this search's two lowest rungs?"""
@@ -339,10 +348,11 @@ class Trust:
     def _from_prior(self) -> str:
         """What the prior told this search, as the policy line opens while it stands:
         "from search 'runs/a': epoch 1 agreed with epoch 4 in 91% of pairs" (", too few to
-        tell" where its pairs are too few to decide)."""
+        tell" where its pairs are too few to decide, ", reversed by then" where epoch 1's
+        order was reversed by the end of its curves)."""
         prior = self.prior
-        few = prior.verdict(z=self.z, floor=self.floor) is None
-        return f"from {prior.label}: {prior.agreement()}" + (", too few to tell" if few else "")
+        word = prior.verdict(z=self.z, floor=self.floor)
+        return f"from {prior.label}: {prior.agreement()}" + _SAID_OF.get(word, "")
 
     def _words(self) -> dict[str, object]:
         """What fills in :meth:`state` and :meth:`short` (see :func:`~._trust_states.account`)."""

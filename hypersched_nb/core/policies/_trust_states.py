@@ -8,7 +8,7 @@ Rule 2 stands in one of these states on the lowest rung; its higher rungs on pro
     TENTATIVE, LATE, DOUBT --pass--> EARNED                 DOUBT --fail--> DOUBT
     every state --trust--> TOLD (TOLD_AFTER_WITHDRAWAL once withdrawn; ONLY stays ONLY)
     every state --doubt--> DOUBT (WITHDRAWN once withdrawn; ONLY stays ONLY)
-    TENTATIVE --prior_trust--> PRIOR (a past search's word, at the start)
+    TENTATIVE --prior_trust--> PRIOR, --prior_doubt--> DOUBT (a past search's word, at the start)
     PRIOR --pass--> EARNED       PRIOR --fail--> WITHDRAWN (this search's own test disagreed)
 
 A search starts in ONLY (one rung), TOLD (``early_signal="trust"``), UNDOUBTED (no rung on
@@ -67,7 +67,7 @@ _JUDGING = frozenset({_ONLY, _TOLD, _UNDOUBTED, _EARNED, _EARNED_W, _TOLD_W, _PR
 #: rung while it judges tentatively (``arrive``: the test can still act; ``arrive_late``: too
 #: near the deadline), the lowest rung's test (``pass``; ``fail``: its verdicts did not hold,
 #: with trials both kept and paused to compare), the user's word (``trust``, ``doubt``) and
-#: a past search's, at the start (``prior_trust``).
+#: a past search's, at the start (``prior_trust``; ``prior_doubt``: its order was reversed).
 #: the moves of both states that judge epoch 1 tentatively (TENTATIVE and LATE differ only
 #: in whether the test could still act: see ``Trust.state``)
 _JUDGING_TENTATIVELY = {
@@ -82,7 +82,7 @@ TRANSITIONS: dict[TrustState, dict[str, TrustState]] = {
     _ONLY: {"trust": _ONLY, "doubt": _ONLY},
     _TOLD: {"trust": _TOLD, "doubt": _DOUBT},
     _UNDOUBTED: {"trust": _TOLD, "doubt": _DOUBT},
-    _TENTATIVE: {**_JUDGING_TENTATIVELY, "prior_trust": _PRIOR},
+    _TENTATIVE: {**_JUDGING_TENTATIVELY, "prior_trust": _PRIOR, "prior_doubt": _DOUBT},
     _LATE: _JUDGING_TENTATIVELY,
     _PRIOR: {"pass": _EARNED, "fail": _WITHDRAWN, "trust": _TOLD, "doubt": _DOUBT},
     _DOUBT: {"pass": _EARNED, "fail": _DOUBT, "trust": _TOLD, "doubt": _DOUBT},

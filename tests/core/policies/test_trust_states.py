@@ -31,6 +31,7 @@ TENTATIVE --fail--> WITHDRAWN
 TENTATIVE --trust--> TOLD
 TENTATIVE --doubt--> DOUBT
 TENTATIVE --prior_trust--> PRIOR
+TENTATIVE --prior_doubt--> DOUBT
 PRIOR --pass--> EARNED
 PRIOR --fail--> WITHDRAWN
 PRIOR --trust--> TOLD
@@ -77,6 +78,8 @@ TRUSTING = PriorEvidence(
     label="search 'runs/a'", low=1, high=4, auc=0.95, kept=25, paused=75, survivor_auc=0.95,
     survivor_kept=5, survivor_paused=15, final=16, final_auc=0.9, final_kept=25, final_paused=75,
 )  # fmt: skip
+#: a past search whose epoch 1 held at epoch 4, but whose order was reversed by the end
+REVERSING = dataclasses.replace(TRUSTING, label="search 'runs/b'", final_auc=0.2)
 
 
 def make(early_signal="auto", *, probation=1, milestones=(1, 4, 16), prior=None):
@@ -138,8 +141,9 @@ def reach(state: TrustState):
 
 def perform(trust, rungs, name):
     """Make move ``name`` as the policy would."""
-    if name == "prior_trust":  # the policy made with a trusting prior, on the same rungs
-        trust.__init__(rungs, probation=1, pairs=8, z=1.645, floor=0.5, eta=4, prior=TRUSTING)
+    if name.startswith("prior_"):  # the policy made with a past search's word, on the same rungs
+        prior = TRUSTING if name == "prior_trust" else REVERSING
+        trust.__init__(rungs, probation=1, pairs=8, z=1.645, floor=0.5, eta=4, prior=prior)
     elif name in ("arrive", "arrive_late"):
         arrive(trust, rungs, testable=name == "arrive")
     elif name in ("trust", "doubt"):
@@ -321,17 +325,39 @@ def test_this_searchs_own_evidence_wins_over_the_prior_and_brings_the_paused_bac
     assert trust.owed(rungs[0], {1: None}) == 1
 
 
-def test_a_prior_that_does_not_hold_at_the_end_leaves_the_search_as_without_one():
-    late = dataclasses.replace(TRUSTING, final_auc=0.45)
+def test_a_prior_neither_held_nor_reversed_at_the_end_leaves_the_search_as_without_one():
+    late = dataclasses.replace(TRUSTING, final_auc=0.45)  # within noise of chance at the end
     trust, _ = make(prior=late)
     assert trust.current is S.TENTATIVE
     assert trust.short().endswith("; trusting epoch 1 for now, testing it at epoch 4")
+
+
+def test_a_prior_whose_order_was_reversed_by_the_end_starts_the_search_in_doubt():
+    trust, rungs = make(prior=REVERSING)
+    assert trust.current is S.DOUBT and trust.first() == 1  # no verdict at epoch 1, even for now
+    assert trust.short() == (
+        "from search 'runs/b': epoch 1 agreed with epoch 4 in 95% of pairs, with epoch 16 in "
+        "20%, reversed by then; doubting epoch 1 until it predicts epoch 4"
+    )
+    rungs[0].record(1, 0.0)
+    assert trust.tentative(rungs[0], 1, 0.0, 0.5) is None
+    feed(trust, rungs, AGREE)  # this search's own pairs agree: its evidence wins
+    assert trust.current is S.EARNED and trust.first() == 0
+
+
+def test_a_small_prior_reversed_within_its_noise_is_too_few_to_tell():
+    small = dataclasses.replace(REVERSING, kept=2, paused=6, final_kept=2, final_paused=6)
+    trust, _ = make(prior=small)
+    assert trust.current is S.TENTATIVE
+    assert ", reversed by then" not in trust.short() and "too few to tell" in trust.short()
 
 
 def test_the_users_word_overrides_the_prior():
     trust, _ = make("doubt", prior=TRUSTING)
     assert trust.current is S.DOUBT
     assert trust.short() == "doubting epoch 1 until it predicts epoch 4"
+    trust, _ = make("trust", probation=0, prior=REVERSING)
+    assert trust.current is S.TOLD and trust.short() == "trusting epoch 1, as told"
 
 
 def test_a_prior_of_other_rungs_is_not_read():
