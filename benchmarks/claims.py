@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+from pathlib import Path
 
 import numpy as np
 
@@ -30,7 +31,10 @@ from hypersched_nb.experiment.simulate import SimSettings, simulate
 from hypersched_nb.sim.trace import load_trace, trace_dirs
 
 LCBENCH = tuple(f"lcbench-{t}" for t in (126026, 167152, 167181, 167190, 168910, 189909))
-OURS = ("digits-cnn", "mnist1d-cnn", "mnist1d-cosine")
+#: every trace the package ships (hypersched_nb/traces)
+OURS = tuple(
+    sorted(p.stem for p in (Path(__file__).parents[1] / "hypersched_nb" / "traces").glob("*.csv"))
+)
 
 
 def _run(job):
@@ -105,7 +109,7 @@ def print_best_by_deadline(res, meta, names) -> None:
     for name in names:
         for d in (meta[name][1] / 8, meta[name][1] / 4):
             hs, asha = best(name, "hypersched", d), best(name, "asha", d)
-            line = f"{name:14} {d:8.0f} {hs:10.4f} {asha:7.4f} {hs - asha:+8.4f} |"
+            line = f"{name:14} {d:8.4g} {hs:10.4f} {asha:7.4f} {hs - asha:+8.4f} |"
             if (name, "seer", d) in res:
                 fixed = max(best(name, p, d) for p in BEST_BY_DEADLINE)
                 line += f" {best(name, 'seer', d):7.4f} {fixed:10.4f}"

@@ -25,8 +25,9 @@ the search's, against m, what the search has seen of its own.
 
 Measured (``benchmarks/forecast_calibration.py --prior-split``: each trace split in two
 halves by configuration, the search run on one, the other its prior; forecasts at ½ of the
-deadline, 9 traces, 20 seeds): without the prior the 10-90 % band covers the real best in
-80 % of the cases, the error is 0.56 × the naive forecast's; with it, 78 % and 0.40. The
+deadline, 10 traces, 20 seeds): without the prior the 10-90 % band covers the real best in
+79 % of the cases, the error is 0.58 × the naive forecast's; with it, 76 % and 0.41. On the
+9 traces before ``digits-mlp`` (80 %, 0.56 and 78 %, 0.40) the variants were measured. The
 shapes carry most of it: the prior's curves alone for new configurations gave 81 % and
 0.49 (10 seeds), its shapes alone 71 % and 0.47, both 69 % and 0.43 with 5 neighbours
 (narrower: 10 give 78 % and 0.44, 15 give 76 % and 0.46); the curve predictor carries a

@@ -14,10 +14,10 @@ While in doubt, a trial whose first epoch past the lowest rung gains nothing on 
 no better than epoch 1) pauses there (:meth:`Trust.stalled`): it is not learning, and the
 epochs to the next rung that the test would spend on it are the search's dearest at a short
 deadline. That asks no ranking of epoch 1, so it holds where epoch 1 misleads: of the
-configurations of the nine traces measured (LCBench and ours) whose epoch 2 is no better
+configurations of the ten traces measured (LCBench and ours) whose epoch 2 is no better
 than their epoch 1, few finish in their trace's top 10 % (5 of 200 on lcbench-167181, 2 on
-lcbench-167190, 2 of 98 on mnist1d-cosine, none elsewhere), and a paused trial still resumes
-once every configuration has been tried.
+lcbench-167190, 2 of 98 on mnist1d-cosine, 1 of 25 on digits-mlp, none elsewhere), and a
+paused trial still resumes once every configuration has been tried.
 
 The user who knows their curves says so (``early_signal``):
 
