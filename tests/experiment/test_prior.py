@@ -116,7 +116,7 @@ def test_a_prior_whose_epoch_1_order_was_reversed_by_the_end_starts_the_search_i
     exp = Experiment.replay(new, deadline=400, prior=past)
     line = exp.policy.trust.short()
     assert line.startswith("from trace 'slow-starters[past 0]': epoch 1 agreed with epoch 4 in ")
-    assert line.endswith(", reversed by then; doubting epoch 1 until it predicts epoch 4")
+    assert line.endswith(", its order reversed by then; doubting epoch 1 until it predicts epoch 4")
     told = simulate(new, "hypersched", 400.0, 0, SETTINGS, journal=True, prior=past)
     reasons = [row["reason"] for row in told.outcome.journal]
     assert not any("for now" in r for r in reasons)  # no tentative verdict at epoch 1

@@ -78,7 +78,10 @@ from hypersched_nb.errors import ConfigError
 __all__ = ["Trust", "keep_agreement", "needed_auc", "trusted"]
 
 #: what the policy line adds to the prior's agreement, by its word
-_SAID_OF = {PriorWord.TOO_FEW: ", too few to tell", PriorWord.REVERSED: ", reversed by then"}
+_SAID_OF = {
+    PriorWord.TOO_FEW: ", too few to tell",
+    PriorWord.REVERSED: ", its order reversed by then",
+}
 
 
 def keep_agreement(
@@ -348,8 +351,8 @@ class Trust:
     def _from_prior(self) -> str:
         """What the prior told this search, as the policy line opens while it stands:
         "from search 'runs/a': epoch 1 agreed with epoch 4 in 91% of pairs" (", too few to
-        tell" where its pairs are too few to decide, ", reversed by then" where epoch 1's
-        order was reversed by the end of its curves)."""
+        tell" where its pairs are too few to decide, ", its order reversed by then" where
+        epoch 1's order was reversed by the end of its curves)."""
         prior = self.prior
         word = prior.verdict(z=self.z, floor=self.floor)
         return f"from {prior.label}: {prior.agreement()}" + _SAID_OF.get(word, "")

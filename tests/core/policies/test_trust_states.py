@@ -337,7 +337,7 @@ def test_a_prior_whose_order_was_reversed_by_the_end_starts_the_search_in_doubt(
     assert trust.current is S.DOUBT and trust.first() == 1  # no verdict at epoch 1, even for now
     assert trust.short() == (
         "from search 'runs/b': epoch 1 agreed with epoch 4 in 95% of pairs, with epoch 16 in "
-        "20%, reversed by then; doubting epoch 1 until it predicts epoch 4"
+        "20%, its order reversed by then; doubting epoch 1 until it predicts epoch 4"
     )
     rungs[0].record(1, 0.0)
     assert trust.tentative(rungs[0], 1, 0.0, 0.5) is None
@@ -349,7 +349,9 @@ def test_a_small_prior_reversed_within_its_noise_is_too_few_to_tell():
     small = dataclasses.replace(REVERSING, kept=2, paused=6, final_kept=2, final_paused=6)
     trust, _ = make(prior=small)
     assert trust.current is S.TENTATIVE
-    assert ", reversed by then" not in trust.short() and "too few to tell" in trust.short()
+    assert (
+        ", its order reversed by then" not in trust.short() and "too few to tell" in trust.short()
+    )
 
 
 def test_the_users_word_overrides_the_prior():
