@@ -135,7 +135,7 @@ class HyperSched(Policy):
         if paired is not None and self.trust.pair(
             self.rungs[paired], self.rungs[paired + 1], paired, ctx.now
         ):
-            self.breadth.moved()  # rule 2 moved the first judging rung
+            self.breadth.moved()  # rule 2 moved the first rung whose verdicts are final
         self.breadth.note(tid, self.trust.first(), result.epoch, score)
         below = None  # (rung index, value, cutoff) of rule 1's verdict, if below
         if judge is not None or self.judging.has_provisional(tid):
@@ -181,7 +181,8 @@ class HyperSched(Policy):
     # ------------------------------------------------------------------ rules 2 to 4
 
     def first_judged(self) -> int:
-        """Index of the lowest rung that judges (rule 2)."""
+        """Index of the lowest rung whose verdicts are final (rule 2), which rules 3 and 4
+        read: a rung that judges for now (tentatively, or on a past search's word) is not."""
         return self.trust.first()
 
     @property
@@ -311,7 +312,8 @@ class HyperSched(Policy):
     def _keeping(self) -> str:
         """Rule 1 at the first judged rung (the lowest, while it judges for now): the trials
         it keeps there so far."""
-        rung = self.rungs[0 if self.trust.tentative_on() else self.first_judged()]
+        lowest = self.trust.tentative_on() or self.trust.trusted[0]  # it judges, for now or not
+        rung = self.rungs[0 if lowest else self.first_judged()]
         after = f"after epoch {epoch_number(rung.milestone)}"
         cutoff = rung.cutoff()
         if len(rung) < 2 or cutoff is None:

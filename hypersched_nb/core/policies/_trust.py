@@ -45,9 +45,13 @@ its curves (the same test, over its pairs), the lowest rung judges from the star
 trials it kept: it passes (trust earned), or, where its agreement falls below the prior's
 among the trials a trusting search keeps by ``z`` standard errors of the difference, this
 search's evidence wins: the verdicts are withdrawn and the trials they paused come back, as
-after a failed tentative test. Where its epoch 1's verdicts were reversed by the end, a
-tentative verdict would pause the trials that end best: the search starts in doubt
-(``TrustState.DOUBT``), until its own test passes. Otherwise (it did not agree, or had too
+after a failed tentative test. Until that test passes, its verdicts are not final, and
+rules 3 and 4 plan from the next rung (:meth:`Trust.first`), as they do while verdicts are
+tentative: with epoch 1 final from the start, admission asked a new trial to reach only
+epoch 2 and never left the leaders the workers to go deep, which cost a late-bloomer
+trace, where depth wins, more than the prior gave. Where its epoch 1's verdicts were
+reversed by the end, a tentative verdict would pause the trials that end best: the search
+starts in doubt (``TrustState.DOUBT``), until its own test passes. Otherwise (it did not agree, or had too
 few pairs to tell) the search tests epoch 1 as if there were no prior. The policy line says
 what the prior told it.
 
@@ -182,8 +186,10 @@ class Trust:
         self.current = move(self.current, name)
 
     def first(self) -> int:
-        """Index of the lowest trusted rung: the first that judges."""
-        return self.trusted.index(True)
+        """Index of the lowest rung whose verdicts are final, the one rules 3 and 4 read:
+        the lowest trusted rung, or the next while the lowest judges on a past search's
+        word, which this search's own test can still take back (as with tentative ones)."""
+        return [self.current.final, *self._above].index(True)
 
     def mode(self) -> str:
         """``"trust"`` once the lowest rung judges, else ``"doubt"``."""
@@ -191,7 +197,7 @@ class Trust:
 
     def pair(self, low: Rung, high: Rung, i: int, now: float = 0.0) -> bool:
         """One more trial reached rung i + 1 after rung i at time ``now``; True when rung i
-        became trusted."""
+        became trusted, its verdicts final (:meth:`first` moved)."""
         self.seen[i] += 1
         if i == 0 and self._first_pair is None:
             self._first_pair = (now, self.seen[0])
@@ -217,12 +223,13 @@ class Trust:
     def _check_prior(self, held: bool, auc: float, kept: int, paused: int) -> bool:
         """This search's own test of the lowest rung, judging on the prior's word: held
         (trust earned), or disagreeing with the prior (withdrawn: its verdicts' trials owed
-        back), or neither (the prior's word stands). True when the first judging rung moved."""
+        back), or neither (the prior's word stands). True when its verdicts became final
+        (:meth:`first` moved)."""
         if held:
             self._move("pass")
-        elif self.prior is not None and self.prior.disagrees(auc, kept, paused, z=self.z):
-            self._move("fail")
             return True
+        if self.prior is not None and self.prior.disagrees(auc, kept, paused, z=self.z):
+            self._move("fail")
         return False
 
     def holds(self, i: int) -> bool:

@@ -51,6 +51,12 @@ class TrustState(enum.Enum):
         return self in _JUDGING
 
     @property
+    def final(self) -> bool:
+        """Are the lowest rung's verdicts final: it judges, and no test of this search can
+        take them back (a past search's word can be, as tentative verdicts can)?"""
+        return self in _JUDGING and self is not _PRIOR
+
+    @property
     def tentative(self) -> bool:
         """Does the lowest rung judge for now, until its test?"""
         return self in (_TENTATIVE, _LATE)

@@ -307,12 +307,24 @@ def test_higher_rungs_on_probation_keep_their_own_verdict():
 
 
 def test_a_prior_that_trusts_epoch_1_makes_it_judge_from_the_start_and_says_so():
-    trust, _ = make(prior=TRUSTING)
-    assert trust.current is S.PRIOR and trust.first() == 0
+    trust, rungs = make(prior=TRUSTING)
+    assert trust.current is S.PRIOR and trust.trusted[0]  # epoch 1 judges from the start
+    assert trust.first() == 1  # for now: rules 3 and 4 read epoch 4 until the search's own test
     assert trust.short() == (
         "from search 'runs/a': epoch 1 agreed with epoch 4 in 95% of pairs, with epoch 16 in "
         "90%; trusting epoch 1, testing it at epoch 4"
     )
+
+
+def test_the_searchs_own_test_passing_makes_the_priors_verdicts_final():
+    trust, rungs = make(prior=TRUSTING)
+    feed(trust, rungs, AGREE[:-1])  # seven pairs: no test yet
+    assert trust.current is S.PRIOR and trust.first() == 1
+    (a, b), (low, high) = AGREE[-1], rungs[:2]
+    low.record(1, a)
+    high.record(1, b)
+    assert trust.pair(low, high, 0) is True  # the eighth: the test passes, first() moved
+    assert trust.current is S.EARNED and trust.first() == 0
 
 
 def test_this_searchs_own_evidence_wins_over_the_prior_and_brings_the_paused_back():
