@@ -14,11 +14,13 @@ the AUC exceeds the floor by ``z`` standard errors. A past search also shows wha
 one cannot see at its start: whether epoch r's verdicts still hold at the end of training
 (``final``, the last epoch enough of its curves reached). Epochs that agree with epoch η·r
 and then lose their order later (a late rank change) are what trusting epoch r from the
-start would get most wrong, so the prior says to trust epoch r only where its verdicts hold
-at both (:meth:`PriorEvidence.verdict`). Where, on the contrary, they were reversed by the
-end (the AUC with ``final`` below one half by ``z`` standard errors: the configurations
-epoch r would keep ended worse than those it would pause), judging by epoch r even for now
-pauses the configurations that end best, so the prior says to doubt it from the start.
+start would get most wrong, and the end is what a search is judged by, so the prior says to
+trust epoch r where its verdicts held at the end (:meth:`PriorEvidence.verdict`), whether or
+not epoch η·r, on the way, ordered the configurations as the end did. Where they were
+reversed by the end (the AUC with ``final`` below one half by ``z`` standard errors: the
+configurations epoch r would keep ended worse than those it would pause), judging by epoch
+r even for now pauses the configurations that end best, so the prior says to doubt it from
+the start.
 ``survivor_auc`` is the same agreement among only the configurations the rung would keep
 (its top 1/η): the one a search that trusts epoch r can measure of itself, since only those
 train on, and so the one its own evidence is checked against (:meth:`PriorEvidence.disagrees`).
@@ -54,7 +56,7 @@ DECISIVE_PAIRS = 32
 class PriorWord(enum.Enum):
     """What a past search says of epoch r, as rule 2 reads it (:meth:`PriorEvidence.verdict`)."""
 
-    TRUST = "trust"  # its verdicts held at epoch η·r and at the end: judge from the start
+    TRUST = "trust"  # its verdicts held at the end of its curves: judge from the start
     REVERSED = "reversed"  # its verdicts were reversed by the end: doubt it from the start
     UNSURE = "unsure"  # neither, over enough pairs: test it, as without a prior
     TOO_FEW = "too few"  # too few pairs to tell: test it, as without a prior
@@ -99,20 +101,21 @@ class PriorEvidence:
         return self.kept + self.paused
 
     def verdict(self, *, z: float, floor: float) -> PriorWord:
-        """:attr:`~PriorWord.TRUST` when epoch r's agreement with epoch η·r and with
-        ``final`` each exceed ``floor`` by ``z`` standard errors; else
-        :attr:`~PriorWord.REVERSED` when its agreement with ``final`` is below one half by
-        ``z`` standard errors; else :attr:`~PriorWord.UNSURE` over :data:`DECISIVE_PAIRS`
-        pairs or more, :attr:`~PriorWord.TOO_FEW` under."""
-        far_error = standard_error(self.final_kept, self.final_paused)
-        near = self.auc - z * standard_error(self.kept, self.paused) > floor
-        if near and self.final_auc - z * far_error > floor:
+        """Epoch r's agreement with ``final``: :attr:`~PriorWord.TRUST` above ``floor`` by
+        ``z`` standard errors, :attr:`~PriorWord.REVERSED` below one half by as many; else
+        :attr:`~PriorWord.UNSURE` over :data:`DECISIVE_PAIRS` pairs or more,
+        :attr:`~PriorWord.TOO_FEW` under."""
+        kept, paused = self.final_kept, self.final_paused
+        error = standard_error(kept, paused)
+        if self.final_auc - z * error > floor:
             return PriorWord.TRUST
-        if self.final_auc + z * far_error < 0.5:
+        if self.final_auc + z * error < 0.5:
             return PriorWord.REVERSED
-        if self.pairs >= DECISIVE_PAIRS and self.kept and self.paused:
-            return PriorWord.UNSURE
-        return PriorWord.TOO_FEW
+        return (
+            PriorWord.UNSURE
+            if kept + paused >= DECISIVE_PAIRS and kept and paused
+            else PriorWord.TOO_FEW
+        )
 
     def disagrees(self, auc: float, kept: int, paused: int, *, z: float) -> bool:
         """Does a search's own test (``auc`` over ``kept`` and ``paused`` among the trials it

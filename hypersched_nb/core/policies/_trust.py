@@ -39,8 +39,8 @@ The user who knows their curves says so (``early_signal``):
 
 A past search of the same model (``prior``, a :class:`~._prior.PriorEvidence`) answers the
 question before the first result, under ``"auto"`` only (its word is a
-:class:`~._prior.PriorWord`): where its epoch 1 agreed with its epoch 4 and with the end of
-its curves (the same test, over its pairs), the lowest rung judges from the start
+:class:`~._prior.PriorWord`): where its epoch 1's verdicts held at the end of its curves
+(the same test, over its pairs), the lowest rung judges from the start
 (``TrustState.PRIOR``) and this search's own test still runs at its milestones, on the
 trials it kept: it passes (trust earned), or, where its agreement falls below the prior's
 among the trials a trusting search keeps by ``z`` standard errors of the difference, this

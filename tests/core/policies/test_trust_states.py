@@ -344,6 +344,12 @@ def test_a_prior_neither_held_nor_reversed_at_the_end_leaves_the_search_as_witho
     assert trust.short().endswith("; trusting epoch 1 for now, testing it at epoch 4")
 
 
+def test_a_prior_is_trusted_by_the_end_of_its_curves_not_by_epoch_4_on_the_way():
+    noisy_midway = dataclasses.replace(TRUSTING, auc=0.55)  # epoch 4 half shuffled, the end not
+    trust, _ = make(prior=noisy_midway)
+    assert trust.current is S.PRIOR and trust.trusted[0]
+
+
 def test_a_prior_whose_order_was_reversed_by_the_end_starts_the_search_in_doubt():
     trust, rungs = make(prior=REVERSING)
     assert trust.current is S.DOUBT and trust.first() == 1  # no verdict at epoch 1, even for now
