@@ -51,9 +51,9 @@ tentative: with epoch 1 final from the start, admission asked a new trial to rea
 epoch 2 and never left the leaders the workers to go deep, which cost a late-bloomer
 trace, where depth wins, more than the prior gave. Where its epoch 1's verdicts were
 reversed by the end, a tentative verdict would pause the trials that end best: the search
-starts in doubt (``TrustState.DOUBT``), until its own test passes. Otherwise (it did not agree, or had too
-few pairs to tell) the search tests epoch 1 as if there were no prior. The policy line says
-what the prior told it.
+starts in doubt (``TrustState.DOUBT``), until its own test passes. Otherwise (neither held
+nor reversed, or too few pairs to tell) the search tests epoch 1 as if there were no
+prior. The policy line says what the prior told it.
 
 :meth:`Trust.state` says which mode the search is in and why, in one line. Where the lowest
 rung stands is one of :class:`~._trust_states.TrustState`, and one table there says how it
