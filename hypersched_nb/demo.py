@@ -21,6 +21,15 @@ from pathlib import Path
 
 __all__ = ["main"]
 
+#: the demo's ``--model`` names and the example trainables they name (in
+#: ``hypersched_nb.train.examples``, imported only to run: ``--help`` needs no torch)
+MODELS = {
+    "digits": "DigitsCNN",
+    "digits-mlp": "DigitsMLP",
+    "mnist1d": "MNIST1DCNN",
+    "mnist1d-cosine": "MNIST1DCosine",
+}
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -42,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--model",
-        choices=("digits", "digits-mlp", "mnist1d", "mnist1d-cosine"),
+        choices=tuple(MODELS),
         default="digits",
         help="example trainable (default: digits; digits-mlp trains a perceptron with AdamW and "
         "a step schedule; mnist1d-cosine anneals its learning rate over --max-epochs)",
@@ -108,16 +117,11 @@ def search_space(name: str, max_epochs: int) -> tuple[type, dict]:
     schedule spans the search's epoch budget, with its warm-up shorter than it."""
     from optuna.distributions import IntDistribution
 
-    from hypersched_nb.train.examples import MNIST1DCNN, DigitsCNN, DigitsMLP, MNIST1DCosine
+    from hypersched_nb.train import examples
 
-    model = {
-        "digits": DigitsCNN,
-        "digits-mlp": DigitsMLP,
-        "mnist1d": MNIST1DCNN,
-        "mnist1d-cosine": MNIST1DCosine,
-    }[name]
+    model = getattr(examples, MODELS[name])
     space = model.space()
-    if model is MNIST1DCosine:
+    if model is examples.MNIST1DCosine:
         warmup = IntDistribution(0, max(0, min(space["warmup_epochs"].high, max_epochs - 1)))
         space |= {"warmup_epochs": warmup, "budget_epochs": max_epochs}
     return model, space
