@@ -4,7 +4,9 @@
 and opens a headless Chromium page on it with Playwright. The browser is Debian's ``chromium``
 (``apt-get install chromium``) driven through ``executable_path``: nothing is downloaded.
 :func:`browser_missing` says why no browser test can run here. The page records every page
-error and console error in :attr:`Lab.errors`.
+error and console error in :attr:`Lab.errors`, except a request the browser dropped because the
+machine's network changed (another test's network namespace or veth pair coming or going),
+which is the host's doing, not the page's: those go to :attr:`Lab.network_changes`.
 
 :func:`watch_search` runs in the kernel: it records, in wall-clock time, when an experiment's
 deadline moves and when its status changes, so that a test compares them with the moments
@@ -38,6 +40,8 @@ _SETTINGS = {  # a page that asks nothing and draws every cell
 _RAN = re.compile(r"\[\d+\]")  # a prompt once its cell has run: "[7]:"
 _QUEUED_OR_RAN = re.compile(r"\[(\d+|\*)\]")
 _KERNEL_IDLE = re.compile(r"\| Idle$")  # the status bar's "Python 3 (ipykernel) | Idle"
+# Chromium's word for a request it aborted because the host's network interfaces changed
+_NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
 
 
 def find_chromium() -> str | None:
@@ -72,6 +76,7 @@ class Lab:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.errors: list[str] = []
+        self.network_changes: list[str] = []  # requests dropped as the host's interfaces changed
         self._server: subprocess.Popen | None = None
         self._playwright = self._browser = self.page = None
 
@@ -147,7 +152,11 @@ class Lab:
         self.page.on("console", self._on_console)
 
     def _on_console(self, message) -> None:
-        if message.type == "error":
+        if message.type != "error":
+            return
+        if _NETWORK_CHANGED in message.text:
+            self.network_changes.append(message.text)
+        else:
             self.errors.append(f"console error: {message.text}")
 
     def close(self) -> None:
