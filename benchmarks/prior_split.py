@@ -10,8 +10,9 @@ which every policy searches with the same offers. Printed per cell, as
 the sidecar's scaling and start-up, 100 offered configurations, r = 1, η = 4, seeds
 0 … K−1): ``hypersched`` with the prior, without it, the best of asha / hyperband /
 random, the oracle, and the margin of the prior over that best (target: >= −0.005 in every
-cell); per family and deadline the pooled share of ASHA's gap to the oracle that each
-closes (target with the prior: >= 0.5 at 900 and 1800 s on LCBench).
+cell) with the standard error of its per-seed differences (``± se``: each seed searches the
+same offers under every policy); per family and deadline the pooled share of ASHA's gap to
+the oracle that each closes (target with the prior: >= 0.5 at 900 and 1800 s on LCBench).
 
 Traces: the shared LCBench ones, read in place from ``../shared/traces`` beside the
 checkout (skipped with a note where absent), and every trace shipped in
@@ -48,7 +49,7 @@ def run_cell(job: tuple) -> tuple:
     settings = SimSettings(workers=8, configs=100, max_epochs=max_epochs, min_epochs=1, eta=4)
     prior = past if policy == WITH else None
     run = simulate(new, policy.split()[0], deadline, seed, settings, prior=prior).record
-    return name, deadline, policy, run.best, run.oracle
+    return name, deadline, policy, seed, run.best, run.oracle
 
 
 def main() -> None:
@@ -75,30 +76,33 @@ def main() -> None:
     ]
     with multiprocessing.get_context("fork").Pool(max(1, min(args.processes, 2))) as pool:
         rows = pool.map(run_cell, jobs, chunksize=4)
-    runs: dict[tuple, list] = {}
-    for name, deadline, policy, best, oracle in rows:
-        runs.setdefault((name, deadline, policy), []).append((best, oracle))
-    mean = {k: float(np.mean([r[0] for r in v])) for k, v in runs.items()}
-    oracle = {(k[0], k[1]): float(np.mean([r[1] for r in v])) for k, v in runs.items()}
+    runs: dict[tuple, dict[int, tuple[float, float]]] = {}
+    for name, deadline, policy, seed, best, oracle in rows:
+        runs.setdefault((name, deadline, policy), {})[seed] = (best, oracle)
+    mean = {k: float(np.mean([r[0] for r in v.values()])) for k, v in runs.items()}
+    oracle = {(k[0], k[1]): float(np.mean([r[1] for r in v.values()])) for k, v in runs.items()}
     print(f"\nmean best of {args.seeds} seeds on the new half; the prior is the other half")
     misses, table = [], []
     for family, members in fams.items():
         print(f"\n## {family}")
         print(f"{'trace':>16} {'deadline':>9} {'+prior':>8} {'none':>8} {'best bl':>8} "
-              f"{'oracle':>7} {'margin':>7} {'none m.':>7}")  # fmt: skip
+              f"{'oracle':>7} {'margin':>7} {'± se':>6} {'none m.':>7}")  # fmt: skip
         for name, _, deadlines in members:
             for k, d in enumerate(deadlines):
-                best = max(mean[name, d, p] for p in BASELINES)
+                baseline = max(BASELINES, key=lambda p, d=d, name=name: mean[name, d, p])
+                best = mean[name, d, baseline]
                 with_, without = mean[name, d, WITH], mean[name, d, WITHOUT]
                 margin = with_ - best
+                se = paired_error(runs[name, d, WITH], runs[name, d, baseline])
                 target = not family.startswith("synthetic")
                 flag = "" if margin >= -0.005 else "  MISS" if target else "  below"
                 if flag and target:
                     misses.append(f"{name} at {d:.4g}: {margin:+.4f}")
                 label = _label(family, k)
-                table.append((name, label, with_ - best, without - best))
+                table.append((name, label, with_ - best, se, without - best))
                 print(f"{name:>16} {label:>9} {with_:>8.4f} {without:>8.4f} {best:>8.4f} "
-                      f"{oracle[name, d]:>7.4f} {margin:>+7.4f} {without - best:>+7.4f}{flag}")  # fmt: skip
+                      f"{oracle[name, d]:>7.4f} {margin:>+7.4f} {se:>6.4f} "
+                      f"{without - best:>+7.4f}{flag}")  # fmt: skip
         print(f"\n{family}: share of asha's gap to the oracle closed, pooled (+prior / none)")
         for k in range(len(members[0][2])):
             gaps = sum(oracle[n, ds[k]] - mean[n, ds[k], "asha"] for n, _, ds in members)
@@ -113,9 +117,16 @@ def main() -> None:
     for miss in misses:
         print(f"  {miss}")
     if args.markdown:
-        print("\n| trace | deadline | +prior − best | none − best |\n|---|---|---|---|")
-        for name, label, a, b in table:
-            print(f"| {name} | {label} | {a:+.4f} | {b:+.4f} |")
+        print("\n| trace | deadline | +prior − best | ± se | none − best |\n|---|---|---|---|---|")
+        for name, label, a, se, b in table:
+            print(f"| {name} | {label} | {a:+.4f} | {se:.4f} | {b:+.4f} |")
+
+
+def paired_error(ours: dict, theirs: dict) -> float:
+    """The standard error of the mean of the per-seed differences (each seed searches the
+    same offers under both policies), so a margin reads against its noise."""
+    diffs = [ours[s][0] - theirs[s][0] for s in ours]
+    return float(np.std(diffs, ddof=1) / np.sqrt(len(diffs))) if len(diffs) > 1 else float("nan")
 
 
 def _label(family: str, k: int) -> str:
