@@ -152,10 +152,11 @@ def test_a_click_on_stop_says_stopped_within_two_seconds(tmp_path):
     # the first status after "running": "stopping", or "finished" where stopping lasted
     # less than the watcher's 20 ms poll (a warm cluster is not closed)
     heard = next(m for m in marks(tmp_path) if m["status"] not in ("created", "running"))
-    assert heard["status"] in ("stopping", "finished")
-    assert heard["time"] - clicked <= WITHIN  # the kernel heard the click
-    assert said - clicked <= WITHIN  # and the page said so
-    assert errors == []
+    assert heard["status"] in ("stopping", "finished"), f"after running: {heard['status']!r}"
+    kernel, page = heard["time"] - clicked, said - clicked
+    assert kernel <= WITHIN, f"the kernel heard the click {kernel:.2f} s after it"
+    assert page <= WITHIN, f"the page said 'stopped by you' {page:.2f} s after the click"
+    assert errors == [], f"the page logged: {errors}"
 
 
 def test_a_search_that_fails_fast_says_failed_within_two_seconds(tmp_path):
@@ -175,5 +176,6 @@ def test_a_search_that_fails_fast_says_failed_within_two_seconds(tmp_path):
         stop_off = stop.count() == 0 or stop.is_disabled()
     # the notes are written once the search is over, which a loaded machine can delay
     knew = next(m for m in marks(tmp_path, 240) if m["status"] in ("failing", "failed"))
-    assert said - knew["time"] <= WITHIN
-    assert stop_off
+    late = said - knew["time"]
+    assert late <= WITHIN, f"the page said 'failed' {late:.2f} s after the kernel knew"
+    assert stop_off, "the stop button is still on after the search failed"
