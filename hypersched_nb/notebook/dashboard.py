@@ -14,7 +14,9 @@ writes is what a person asks for: a new deadline, or a stop.
 What a saved notebook keeps: the display carries a PNG picture of the search
 (:mod:`.static`) beside the widget view, which a front end without the widgets' state (an
 untrusted notebook, GitHub, a kernel gone) shows instead; when the search ends, the display
-is updated to the final picture alone, so the widget view goes and the picture stays.
+is updated to the final picture alone, so the widget view goes and the picture stays. Each
+update waits for the front end to have shown the view it last sent, and the widgets close a
+while after the last (:mod:`._front_end`: what the front end has made of them).
 
 A redraw costs what changed, not the search's size: the dashboard keeps one
 :class:`AllocationHistory` that reads each new allocation record once, and it sends a figure
@@ -26,12 +28,14 @@ from __future__ import annotations
 import html
 import math
 import threading
+import time
 
 import numpy as np
 
 from hypersched_nb.experiment._kernel_pump import cell_holds_controls
 from hypersched_nb.experiment.deadline import format_duration
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
+from hypersched_nb.notebook import _front_end
 from hypersched_nb.notebook._curve_bundle import CurveBundler
 from hypersched_nb.notebook.drawings import (
     Drawing,
@@ -112,6 +116,10 @@ class Dashboard:
             curves_drawing(snap, history=self._history, bundler=self._bundler)
         )
         self.allocation, self.curves = self._allocation.widget, self._curves.widget
+        # the figures' views come last in the front end: shown, the whole view is
+        self._views = _front_end.ViewsShown([self.allocation, self.curves])
+        self._sent = 0  # widget views the display has carried
+        self._sent_at = 0.0  # time.monotonic() of the last
         self.events = w.HTML()
         self.trials = TrialsPanel(snap)  # sortable, and one trial whole
         trials = w.Accordion([self.trials.widget], titles=("trials",), selected_index=None)
@@ -162,6 +170,7 @@ class Dashboard:
 
         snap = self.experiment.statistics()
         self._handle = display(self._bundle(snap, picture=False), raw=True, display_id=True)
+        self._sent, self._sent_at = (0 if snap.done else 1), time.monotonic()
         self._pictured = snap.done
         self.start()
 
@@ -174,10 +183,15 @@ class Dashboard:
             for panel in (self.forecast, self.params):
                 if panel is not None:
                     panel.close(wait=60.0)
-        self._handle.update(self._bundle(snap), raw=True)
+        bundle = self._bundle(snap)
+        # a view replaced while the front end builds it is lost half-made
+        self._views.wait(self._sent, timeout=self._sent_at + _front_end.GRACE - time.monotonic())
+        self._handle.update(bundle, raw=True)
         self._pictured = True
         if snap.done:  # the front end lets go of the widgets no view shows any more
-            _close(self.widget)
+            _front_end.close_later(self.widget, _front_end.GRACE)
+        else:  # the view again, beside the picture
+            self._sent, self._sent_at = self._sent + 1, time.monotonic()
 
     def _first_picture(self, snap: ExperimentSnapshot) -> None:
         if self._drawing is None and not self._pictured and self._handle is not None:
@@ -284,13 +298,6 @@ class Dashboard:
         self.stop_button.disabled = True
         self.experiment.stop(wait=False)
         self.refresh()  # "stopped by you at …" now, not at the next period
-
-
-def _close(widget) -> None:
-    """Close a widget and every widget under it (their models end in the front end too)."""
-    for child in getattr(widget, "children", ()):
-        _close(child)
-    widget.close()
 
 
 def _step(end: float) -> float:

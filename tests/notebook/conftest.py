@@ -22,6 +22,15 @@ def small_trace(configs: int = 10, epochs: int = 6) -> Trace:
                  scaling=ScalingCurve({2: 2.0}), startup_seconds=1.0)  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def no_front_end(monkeypatch):
+    """No front end builds the widgets here: a dashboard waits for none (a test that plays
+    one sets its own grace)."""
+    from hypersched_nb.notebook import _front_end
+
+    monkeypatch.setattr(_front_end, "GRACE", 0.0)
+
+
 @pytest.fixture
 def replay():
     """A simulated search, not started yet (HyperSched-style reallocation needs 2+ workers)."""

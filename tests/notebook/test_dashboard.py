@@ -11,6 +11,7 @@ import pytest
 
 from hypersched_nb.experiment._fail_fast import SearchFailed
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
+from hypersched_nb.notebook import _front_end
 from hypersched_nb.notebook.dashboard import Dashboard
 from hypersched_nb.notebook.drawings import allocation_figure, curves_figure
 from hypersched_nb.notebook.figures import colour
@@ -56,12 +57,12 @@ def test_while_a_search_runs_the_display_carries_the_picture_beside_the_widgets(
 
 
 class Displays:
-    """What ``IPython.display.display`` was given, and every update of it."""
+    """What ``IPython.display.display`` was given, and every update of it (and when)."""
 
     def __init__(self, monkeypatch):
         import IPython.display
 
-        self.shown, self.updates = [], []
+        self.shown, self.updates, self.updated_at = [], [], []
         monkeypatch.setattr(IPython.display, "display", self.display)
 
     def display(self, data, raw, display_id):
@@ -70,6 +71,12 @@ class Displays:
 
     def update(self, data, raw):
         self.updates.append(data)
+        self.updated_at.append(time.monotonic())
+
+
+def show_views(dash: Dashboard, views: int = 1) -> None:
+    """What a front end's messages do once it has shown ``views`` views of the dashboard."""
+    dash.allocation._view_count = dash.curves._view_count = views
 
 
 def test_the_widgets_show_at_once_and_their_fallback_picture_follows(monkeypatch):
@@ -102,6 +109,52 @@ def test_the_display_becomes_the_picture_when_the_search_ends(replay, monkeypatc
     assert set(displays.updates[-1]) == {PNG, "text/plain"}
     # no view shows the widgets any more: closed, so no late update reaches the front end
     assert dash.header.comm is None and dash.allocation.comm is None
+
+
+def test_the_display_changes_only_once_the_front_end_has_shown_the_view(replay, monkeypatch):
+    # a search that ends within seconds of its display: the view it was sent, still being
+    # built in the page, is not replaced under it
+    displays = Displays(monkeypatch)
+    monkeypatch.setattr(_front_end, "GRACE", 600.0)
+    dash = Dashboard(replay, interval=0.02, forecast_every=None)
+    dash._ipython_display_()
+    replay.run()
+    time.sleep(0.5)  # the search is over; the dashboard has seen it
+    assert displays.updates == [] and dash._thread.is_alive()
+    shown_at = time.monotonic()
+    show_views(dash)
+    dash._thread.join(timeout=30)
+    assert set(displays.updates[-1]) == {PNG, "text/plain"}
+    assert displays.updated_at[0] >= shown_at
+
+
+def test_without_a_front_end_the_display_changes_after_the_grace(replay, monkeypatch):
+    displays = Displays(monkeypatch)  # no front end says it showed anything (nbclient)
+    monkeypatch.setattr(_front_end, "GRACE", 0.5)
+    dash = Dashboard(replay, interval=0.02, forecast_every=None)
+    dash._ipython_display_()
+    displayed_at = time.monotonic()
+    replay.run()
+    dash._thread.join(timeout=30)
+    assert set(displays.updates[-1]) == {PNG, "text/plain"}
+    assert displays.updated_at[0] - displayed_at >= 0.5 - 0.05  # (0.05: the clocks' reads)
+
+
+def test_the_widgets_close_a_grace_after_the_display_stops_showing_them(replay, monkeypatch):
+    displays = Displays(monkeypatch)
+    monkeypatch.setattr(_front_end, "GRACE", 600.0)
+    dash = Dashboard(replay, interval=0.02, forecast_every=None)
+    dash._ipython_display_()
+    show_views(dash)
+    replay.run()
+    dash._thread.join(timeout=30)
+    assert set(displays.updates[-1]) == {PNG, "text/plain"}  # the view went at once
+    # the front end may still be busy with what it had: the models stay a while
+    assert dash.header.comm is not None and dash.allocation.comm is not None
+    timers = [t for t in threading.enumerate() if t.name == "hypersched-close-widgets"]
+    assert timers and all(t.daemon for t in timers)  # nothing keeps the kernel from exiting
+    for timer in timers:
+        timer.cancel()
 
 
 def test_the_slider_moves_the_deadline(replay):
