@@ -5,13 +5,17 @@ reference, and every entry there names an object that exists; the trainable of t
 guide is the one ``tests/experiment/test_readme_example.py`` runs, verbatim; the lifecycle
 diagram of the policies page is the one ``lifecycle_mermaid()`` draws from the transition
 table; the README's and the pages' relative links lead to files of the repository; and the
-README stays a landing page (the two set-up commands, at most 250 lines). ``make docs``
-builds the site itself in strict mode, which fails on a broken link or reference.
+README stays a landing page (the two set-up commands, at most 250 lines); and every example
+in a docstring of the package (``>>>``) gives what it says. ``make docs`` builds the site
+itself in strict mode, which fails on a broken link or reference.
 """
 
 from __future__ import annotations
 
+import doctest
 import importlib
+import importlib.util
+import pkgutil
 import re
 from pathlib import Path
 
@@ -34,6 +38,20 @@ def _directives() -> list[str]:
 
 def _pages() -> list[Path]:
     return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def _with_examples() -> list[str]:
+    """The package's modules whose docstrings hold an example."""
+    names = (m.name for m in pkgutil.walk_packages(hypersched_nb.__path__, "hypersched_nb."))
+    return sorted(
+        name for name in names if ">>>" in Path(importlib.util.find_spec(name).origin).read_text()
+    )
+
+
+@pytest.mark.parametrize("name", _with_examples())
+def test_every_example_in_a_docstring_gives_what_it_says(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0  # each failure is printed above
 
 
 @pytest.mark.parametrize("name", hypersched_nb.__all__)
