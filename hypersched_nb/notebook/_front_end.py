@@ -6,21 +6,25 @@ script of its own (seconds on a page's first load). A display updated while it i
 building the view it was sent loses that view half-made ("Cannot read properties of null
 (reading 'addWidget')" in the page), and a model closed under it breaks what is still under
 way ("no comm channel defined"), as when a search ends within seconds of its dashboard being
-shown. So the dashboard updates its display once the front end has shown the view it last
-sent, and closes the widgets :data:`GRACE` seconds after the display stopped showing them.
+shown. So the dashboard updates its display once the front end has shown the view (an
+update that carries the same widgets keeps that view: JupyterLab does not build it again),
+and closes the widgets :data:`GRACE` seconds after the display stopped showing them.
 
 The front end says what it has shown through ipywidgets' ``_view_count``, which it keeps once
 the kernel has set it to a number: one more for a view shown, one less for a view removed.
-Under nbclient (nbval, nbconvert) no front end says anything: every wait ends after
+Under nbclient (nbval, nbconvert) no front end says anything: the wait ends after
 :data:`GRACE` seconds.
 
 Example (what the front end's messages do to the trait, set here by hand):
     >>> import ipywidgets as w
     >>> a, b = w.HTML(), w.HTML()
     >>> views = ViewsShown([a, b])
-    >>> a._view_count, b._view_count = 1, 1  # both shown once
-    >>> views.wait(1, timeout=0), views.wait(2, timeout=0)
-    (True, False)
+    >>> a._view_count = 1  # a view of a shown
+    >>> views.wait(timeout=0)
+    False
+    >>> b._view_count = 1
+    >>> views.wait(timeout=0)
+    True
 """
 
 from __future__ import annotations
@@ -38,26 +42,26 @@ GRACE = 10.0
 
 
 class ViewsShown:
-    """How many views of each of ``widgets`` the front end has shown, to wait on."""
+    """Whether the front end has shown a view of each of ``widgets``, to wait on."""
 
     def __init__(self, widgets: Sequence):
-        self._shown = [0] * len(widgets)
+        self._unseen = set(range(len(widgets)))  # the widgets not shown yet
         self._changed = threading.Condition()
         for i, widget in enumerate(widgets):
             widget._view_count = 0  # from now on the front end counts this widget's views
             widget.observe(functools.partial(self._on_count, i), names="_view_count")
 
     def _on_count(self, i: int, change) -> None:
-        if (change["new"] or 0) > (change["old"] or 0):  # one more view shown
+        if change["new"]:  # a view shown
             with self._changed:
-                self._shown[i] += 1
+                self._unseen.discard(i)
                 self._changed.notify_all()
 
-    def wait(self, views: int, *, timeout: float) -> bool:
-        """Wait until each widget has been shown ``views`` times, at most ``timeout``
-        seconds; whether it has."""
+    def wait(self, *, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, until each widget has been shown; whether it
+        has."""
         with self._changed:
-            return self._changed.wait_for(lambda: min(self._shown) >= views, max(0.0, timeout))
+            return self._changed.wait_for(lambda: not self._unseen, max(0.0, timeout))
 
 
 def close_tree(widget) -> None:

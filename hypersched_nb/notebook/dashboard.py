@@ -15,8 +15,8 @@ What a saved notebook keeps: the display carries a PNG picture of the search
 (:mod:`.static`) beside the widget view, which a front end without the widgets' state (an
 untrusted notebook, GitHub, a kernel gone) shows instead; when the search ends, the display
 is updated to the final picture alone, so the widget view goes and the picture stays. Each
-update waits for the front end to have shown the view it last sent, and the widgets close a
-while after the last (:mod:`._front_end`: what the front end has made of them).
+update waits for the front end to have shown the widget view, and the widgets close a while
+after the last (:mod:`._front_end`: what the front end has made of them).
 
 A redraw costs what changed, not the search's size: the dashboard keeps one
 :class:`AllocationHistory` that reads each new allocation record once, and it sends a figure
@@ -118,8 +118,7 @@ class Dashboard:
         self.allocation, self.curves = self._allocation.widget, self._curves.widget
         # the figures' views come last in the front end: shown, the whole view is
         self._views = _front_end.ViewsShown([self.allocation, self.curves])
-        self._sent = 0  # widget views the display has carried
-        self._sent_at = 0.0  # time.monotonic() of the last
+        self._displayed_at = 0.0  # time.monotonic() of the display
         self.events = w.HTML()
         self.trials = TrialsPanel(snap)  # sortable, and one trial whole
         trials = w.Accordion([self.trials.widget], titles=("trials",), selected_index=None)
@@ -170,7 +169,7 @@ class Dashboard:
 
         snap = self.experiment.statistics()
         self._handle = display(self._bundle(snap, picture=False), raw=True, display_id=True)
-        self._sent, self._sent_at = (0 if snap.done else 1), time.monotonic()
+        self._displayed_at = time.monotonic()
         self._pictured = snap.done
         self.start()
 
@@ -185,13 +184,11 @@ class Dashboard:
                     panel.close(wait=60.0)
         bundle = self._bundle(snap)
         # a view replaced while the front end builds it is lost half-made
-        self._views.wait(self._sent, timeout=self._sent_at + _front_end.GRACE - time.monotonic())
+        self._views.wait(timeout=self._displayed_at + _front_end.GRACE - time.monotonic())
         self._handle.update(bundle, raw=True)
         self._pictured = True
         if snap.done:  # the front end lets go of the widgets no view shows any more
             _front_end.close_later(self.widget, _front_end.GRACE)
-        else:  # the view again, beside the picture
-            self._sent, self._sent_at = self._sent + 1, time.monotonic()
 
     def _first_picture(self, snap: ExperimentSnapshot) -> None:
         if self._drawing is None and not self._pictured and self._handle is not None:
