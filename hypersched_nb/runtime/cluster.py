@@ -136,6 +136,13 @@ def _reachable(address) -> None:
 
 
 WORKER_PROFILE = "distributed.worker.profile.enabled"
+#: the environment each nanny gives its worker process: Dask sets glibc's
+#: MALLOC_TRIM_THRESHOLD_ to 64 KiB there (freed memory back to the system at once), which
+#: also fixes malloc's mmap threshold, so every large tensor of a training step is mapped
+#: and unmapped afresh: an epoch of the example CNNs took 1.4-1.7 times as long as in the
+#: kernel (`benchmarks/worker_speed.py`). None unsets it: glibc's own adaptive threshold, as
+#: in the user's Python (a value of their own still applies).
+NANNY_ENVIRON = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 PRELOAD = "hypersched_nb.runtime._preload"
 
 
@@ -143,6 +150,18 @@ def _local_cluster(workers: int | None, threads: int, *, gpus: int | None = None
     """The ``LocalCluster`` (or ``LocalCUDACluster``) of ``workers`` slots, in this process:
     the host process of :mod:`hypersched_nb.runtime._host` makes it (``gpus``: the CUDA
     devices its kernel counted; counted here when None)."""
+    import dask
+
+    # a nanny made in the kernel before (a LocalCluster of the user's) left Dask's value in
+    # the environment this process inherited; a value of the user's own stays
+    name = NANNY_ENVIRON.rsplit(".", 1)[1]
+    if os.environ.get(name) == str(dask.config.get(NANNY_ENVIRON, None)):
+        del os.environ[name]
+    with dask.config.set({NANNY_ENVIRON: None}):  # the nannies read it as they are made
+        return _new_cluster(workers, threads, gpus=gpus)
+
+
+def _new_cluster(workers: int | None, threads: int, *, gpus: int | None):
     from distributed import LocalCluster
 
     common = {

@@ -193,3 +193,29 @@ def test_a_second_search_in_a_fresh_kernel_takes_the_first_ones_cluster(tmp_path
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.strip().splitlines()[-2:]
     assert first.startswith("True ") and first == second  # one host pid, kept idle after both
+
+
+@pytest.mark.parametrize(
+    ("kernel", "worker"),
+    [(None, None), ("65536", None), ("1048576", "1048576")],
+    ids=["unset", "left-by-a-nanny-in-the-kernel", "the-users-own"],
+)
+def test_the_workers_keep_mallocs_own_threshold_not_dasks_trim_setting(monkeypatch, kernel, worker):
+    # Dask's 64 KiB trim threshold makes each training step map and unmap its tensors
+    # afresh (benchmarks/worker_speed.py); a worker allocates as the user's own Python
+    # does, unless the user set a threshold of their own
+    if kernel is None:
+        monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    else:
+        monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", kernel)
+    cluster.close_local_cluster()
+    client, close = cluster.start_cluster(2)
+    try:
+        # a lambda, run there (os.environ.get itself would carry this process's environ)
+        seen = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+        threads = client.run(lambda: os.environ.get("OMP_NUM_THREADS"))
+    finally:
+        close()
+        cluster.close_local_cluster()
+    assert set(seen.values()) == {worker}
+    assert set(threads.values()) == {"1"}  # Dask's other settings stand: one thread each
