@@ -142,7 +142,8 @@ WORKER_PROFILE = "distributed.worker.profile.enabled"
 #: and unmapped afresh: an epoch of the example CNNs took 1.4-1.7 times as long as in the
 #: kernel (`benchmarks/worker_speed.py`). None unsets it: glibc's own adaptive threshold, as
 #: in the user's Python (a value of their own still applies).
-NANNY_ENVIRON = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+TRIM = "MALLOC_TRIM_THRESHOLD_"
+NANNY_ENVIRON = f"distributed.nanny.pre-spawn-environ.{TRIM}"
 PRELOAD = "hypersched_nb.runtime._preload"
 
 
@@ -154,14 +155,14 @@ def _local_cluster(workers: int | None, threads: int, *, gpus: int | None = None
 
     # a nanny made in the kernel before (a LocalCluster of the user's) left Dask's value in
     # the environment this process inherited; a value of the user's own stays
-    name = NANNY_ENVIRON.rsplit(".", 1)[1]
-    if os.environ.get(name) == str(dask.config.get(NANNY_ENVIRON, None)):
-        del os.environ[name]
+    if os.environ.get(TRIM) == str(dask.config.get(NANNY_ENVIRON, None)):
+        del os.environ[TRIM]
     with dask.config.set({NANNY_ENVIRON: None}):  # the nannies read it as they are made
         return _new_cluster(workers, threads, gpus=gpus)
 
 
 def _new_cluster(workers: int | None, threads: int, *, gpus: int | None):
+    """:func:`_local_cluster`'s cluster, made under the Dask configuration it sets."""
     from distributed import LocalCluster
 
     common = {
