@@ -24,7 +24,7 @@ trial goes on from the last checkpoint it knows of and trains the rest again, si
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from hypersched_nb.core.events import Start
 from hypersched_nb.runtime import _worker
@@ -38,7 +38,7 @@ from hypersched_nb.runtime._board import (
     TaskBoard,
 )
 from hypersched_nb.runtime._live import LiveTrial, Phase, Phases, batch_size
-from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, StartSpec
+from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, Sealed, StartSpec
 from hypersched_nb.runtime._slots import Slot, Slots
 from hypersched_nb.runtime._transfers import Transfers
 from hypersched_nb.runtime.checkpoint import Checkpoint
@@ -48,8 +48,8 @@ __all__ = ["Placements"]
 
 
 class Placements:
-    """The trials of one runtime on ``slots``, their tasks on ``board``. ``factory``,
-    ``seed`` and ``group_timeout`` build the replicas; ``directory``, ``overhead`` and
+    """The trials of one runtime on ``slots``, their tasks on ``board``. ``factory`` (the
+    trainable, sealed), ``seed`` and ``group_timeout`` build the replicas; ``directory``, ``overhead`` and
     ``bests`` say how rank 0 writes checkpoints and the best weights; ``home`` is the
     store_id of ``directory`` on the client's own disk; ``batch_seconds`` and
     ``max_batch`` how many epochs a single-worker trial trains per task, never past
@@ -61,7 +61,7 @@ class Placements:
         slots: Slots,
         clock,
         *,
-        factory: Callable[[], object],
+        factory: Sealed,
         seed: int,
         group_timeout: float,
         directory: str,

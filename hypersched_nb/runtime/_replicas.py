@@ -99,7 +99,7 @@ def build(spec: StartSpec, ckpt: Checkpoint | None, rendezvous: Rendezvous | Non
         seed=spec.seed,
     )  # fmt: skip
     _seed_everything(spec.seed)
-    trainable = spec.factory()
+    trainable = spec.factory.open()()
     rep = Replica(spec, trainable, ctx, 0, spec.world > 1)
     RESIDENT[spec.trial_id] = rep
     trainable.setup(spec.config, ctx)

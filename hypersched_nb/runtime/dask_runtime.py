@@ -78,6 +78,7 @@ from hypersched_nb.runtime._bests import BestWeights
 from hypersched_nb.runtime._board import TaskBoard
 from hypersched_nb.runtime._live import LiveTrial, Phase
 from hypersched_nb.runtime._members import Members
+from hypersched_nb.runtime._messages import Sealed
 from hypersched_nb.runtime._outcomes import Outcomes
 from hypersched_nb.runtime._placements import Placements
 from hypersched_nb.runtime._slots import Slots
@@ -140,6 +141,7 @@ class DaskRuntime:
             raise ConfigError(
                 f"`trainable` is {trainable!r}, but must be a Trainable class or factory"
             )
+        sealed = seal(trainable)  # refused now, if it cannot travel, before any task
         if task_timeout is not None:
             raise ConfigError(
                 f"`task_timeout` ({task_timeout}) is gone: give step_timeout={task_timeout} "
@@ -169,7 +171,7 @@ class DaskRuntime:
         self._board = TaskBoard(client, fetch_timeout)
         self._board.on_best = self._bests.written
         self._placements = Placements(
-            self._board, self._slots, clock, factory=trainable, seed=seed,
+            self._board, self._slots, clock, factory=sealed, seed=seed,
             group_timeout=group_timeout, directory=directory, overhead=checkpoint_overhead,
             bests=self._bests, home=self._home, batch_seconds=batch_seconds,
             max_epochs=max_epochs,
@@ -416,3 +418,16 @@ class DaskRuntime:
     def __repr__(self) -> str:
         running = sum(t.phase not in (Phase.IDLE, Phase.QUEUED) for t in self._trials.values())
         return f"DaskRuntime(workers={len(self._slots)}, trials running={running})"
+
+
+def seal(trainable: Callable[[], object]) -> Sealed:
+    """``trainable`` as the workers get it (:class:`~._messages.Sealed`: bytes to the
+    scheduler); one that cannot be pickled is refused here, before any worker is used."""
+    try:
+        return Sealed.of(trainable)
+    except Exception as exc:  # pickle raises many types for what it cannot take
+        raise ConfigError(
+            f"`trainable` {trainable!r} cannot be sent to the workers ({type(exc).__name__}: "
+            f"{exc}): define it at the top level of a module or of the notebook, holding no "
+            "open file, lock or client"
+        ) from exc

@@ -219,3 +219,27 @@ def test_the_workers_keep_mallocs_own_threshold_not_dasks_trim_setting(monkeypat
         cluster.close_local_cluster()
     assert set(seen.values()) == {worker}
     assert set(threads.values()) == {"1"}  # Dask's other settings stand: one thread each
+
+
+def test_the_scheduler_imports_neither_the_trainable_nor_torch(tmp_path):
+    # Dask's scheduler unpickles every task it is sent: a trainable sent as itself had it
+    # import the trainable's module and torch (1.2 s of no scheduling on a first search)
+    from hypersched_nb import Experiment
+    from hypersched_nb.testing.trainables import TinyRegression
+
+    cluster.close_local_cluster()
+    try:
+        exp = Experiment(
+            TinyRegression, {"lr": [0.05, 0.1]}, metric="loss", mode="min", policy="asha",
+            cluster=1, deadline=60.0, max_epochs=2, checkpoint_dir=str(tmp_path),
+        )  # fmt: skip
+        best = exp.run()
+        assert best is not None  # trained, on the workers
+        client, close = cluster.start_cluster(1)  # the search's cluster, kept warm
+        try:
+            imported = client.run_on_scheduler(lambda: sorted(sys.modules))
+        finally:
+            close()
+    finally:
+        cluster.close_local_cluster()
+    assert "torch" not in imported and "hypersched_nb.testing.trainables" not in imported

@@ -6,7 +6,15 @@ import math
 import pytest
 
 from hypersched_nb.runtime import _best_writer, _replicas, _worker, _worker_io
-from hypersched_nb.runtime._messages import BestBar, Epoch, Failed, Handover, SaveSpec, StartSpec
+from hypersched_nb.runtime._messages import (
+    BestBar,
+    Epoch,
+    Failed,
+    Handover,
+    SaveSpec,
+    Sealed,
+    StartSpec,
+)
 from hypersched_nb.testing.trainables import TinyRegression
 
 
@@ -19,7 +27,7 @@ def _clean_registry():
 
 def _spec(tmp_path, *, tid=0, token=1, config=None, replay=0, overhead=math.inf, factory=None):
     return StartSpec(
-        trial_id=tid, token=token, rank=0, world=1, factory=factory or TinyRegression,
+        trial_id=tid, token=token, rank=0, world=1, factory=Sealed.of(factory or TinyRegression),
         config=config or {"lr": 0.05}, seed=3, replay=replay, group_timeout=30,
         save=SaveSpec(str(tmp_path), overhead),
     )  # fmt: skip
@@ -302,3 +310,36 @@ def test_a_rewind_checkpoints_the_epochs_reported_when_the_replica_ran_ahead(tmp
     assert type(out) is Handover and out.ckpt.epoch == 3 and _worker.resident() == {}
     back = _worker.start(_spec(tmp_path, token=3), out.ckpt, None)
     assert back.epoch == 4 and back.metrics["digest"] == straight.metrics["digest"]
+
+
+def test_a_start_spec_opens_where_the_trainables_module_cannot_be_imported(tmp_path):
+    # as on Dask's scheduler, which unpickles every task but must not import torch for it
+    import pickle
+    import subprocess
+    import sys
+
+    sent = pickle.dumps(_spec(tmp_path))
+    probe = (
+        "import pickle, sys\n"
+        "sys.modules['torch'] = None  # importing torch raises ImportError here\n"
+        "sys.modules['hypersched_nb.testing.trainables'] = None\n"
+        "spec = pickle.loads(sys.stdin.buffer.read())\n"
+        "print(spec.trial_id, len(spec.factory.data) > 0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], input=sent, capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().split() == ["0", "True"]
+    assert _spec(tmp_path).factory.open() is TinyRegression  # a worker opens it
+
+
+def test_a_trainable_that_cannot_travel_is_refused_in_one_line_before_any_task():
+    import threading
+
+    from hypersched_nb.errors import ConfigError
+    from hypersched_nb.runtime.dask_runtime import seal
+
+    lock = threading.Lock()
+    with pytest.raises(ConfigError, match=r"cannot be sent to the workers \(TypeError: .*lock"):
+        seal(lambda: (lock, TinyRegression())[1])
