@@ -11,8 +11,11 @@ configuration, one thread, after one epoch of warm-up), measured side by side in
   ``distributed.nanny.pre-spawn-environ``, where ``MALLOC_TRIM_THRESHOLD_=65536`` makes
   glibc map and unmap a step's large tensors afresh.
 
-Printed: each median over ``--repeats`` runs, and the ratios to ``this process``. The machine
-is shared and noisy: read the ratios of one run, not its seconds.
+Printed: each median over ``--repeats`` runs, and the ratios to ``this process``; then each
+worker's resident memory once a run has ended and its model is freed (the largest over the
+runs), which Dask's memory monitor counts against the worker's limit: what leaving glibc's
+own threshold costs in memory held, against Dask's setting, which gives freed memory back at
+once. The machine is shared and noisy: read the ratios of one run, not its seconds.
 """
 
 from __future__ import annotations
@@ -38,9 +41,18 @@ def per_epoch(cls, epochs: int) -> float:
     return (time.perf_counter() - t0) / epochs
 
 
-def on_one_worker(client, cls, epochs: int) -> float:
+def resident() -> int:
+    """This process's resident bytes."""
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def on_one_worker(client, cls, epochs: int) -> tuple[float, int]:
+    """Seconds per epoch on the client's first worker, and its resident bytes after the run."""
     worker = sorted(client.scheduler_info()["workers"])[0]
-    return client.submit(per_epoch, cls, epochs, workers=[worker], pure=False).result()
+    seconds = client.submit(per_epoch, cls, epochs, workers=[worker], pure=False).result()
+    return seconds, client.run(resident, workers=[worker])[worker]
 
 
 def main() -> None:
@@ -62,17 +74,27 @@ def main() -> None:
     print(f"seconds per epoch, median of {args.repeats} runs of {args.epochs} epochs")
     print(f"{'trainable':>10} {'this process':>13} {'our worker':>11} {'dask env':>9} "
           f"{'ours/here':>10} {'dask/here':>10}")  # fmt: skip
+    held: dict[str, tuple[int, int]] = {}  # trainable -> the workers' resident bytes after
     try:
         for name in args.trainables.split(","):
             cls = classes[name]
             runs = {"here": [], "ours": [], "dask": []}
+            rss = {"ours": [], "dask": []}
             for _ in range(args.repeats):  # interleaved, so that a burst of load hits all
                 runs["here"].append(per_epoch(cls, args.epochs))
-                runs["ours"].append(on_one_worker(ours, cls, args.epochs))
-                runs["dask"].append(on_one_worker(theirs, cls, args.epochs))
+                for key, client in (("ours", ours), ("dask", theirs)):
+                    seconds, after = on_one_worker(client, cls, args.epochs)
+                    runs[key].append(seconds)
+                    rss[key].append(after)
             here, mine, dasks = (statistics.median(runs[k]) for k in ("here", "ours", "dask"))
+            held[name] = (max(rss["ours"]), max(rss["dask"]))
             print(f"{name:>10} {here:>13.4f} {mine:>11.4f} {dasks:>9.4f} "
                   f"{mine / here:>10.2f} {dasks / here:>10.2f}")  # fmt: skip
+        print()
+        print("a worker's resident memory after its runs (MB; the largest after any run)")
+        print(f"{'trainable':>10} {'our worker':>11} {'dask env':>9} {'ours/dask':>10}")
+        for name, (mine, dasks) in held.items():
+            print(f"{name:>10} {mine / 2**20:>11.0f} {dasks / 2**20:>9.0f} {mine / dasks:>10.2f}")
     finally:
         theirs.close()
         dask_default.close()
