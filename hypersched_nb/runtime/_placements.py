@@ -49,9 +49,9 @@ __all__ = ["Placements"]
 
 class Placements:
     """The trials of one runtime on ``slots``, their tasks on ``board``. ``factory`` (the
-    trainable, sealed), ``seed`` and ``group_timeout`` build the replicas; ``directory``, ``overhead`` and
-    ``bests`` say how rank 0 writes checkpoints and the best weights; ``home`` is the
-    store_id of ``directory`` on the client's own disk; ``batch_seconds`` and
+    trainable, sealed), ``seed`` and ``group_timeout`` build the replicas; ``directory``,
+    ``overhead`` and ``bests`` say how rank 0 writes checkpoints and the best weights;
+    ``home`` is the store_id of ``directory`` on the client's own disk; ``batch_seconds`` and
     ``max_batch`` how many epochs a single-worker trial trains per task, never past
     ``max_epochs`` (where the driver completes a trial; None: not known)."""
 
