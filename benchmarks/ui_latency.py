@@ -10,8 +10,10 @@ JupyterLab on 127.0.0.1 and headless Chromium, as in ``tests/ui/test_browser.py`
 2-worker local cluster shared by the rounds, shows its dashboard and blocks in ``exp.wait()``;
 the browser drags the deadline slider, then clicks stop. The kernel notes, in wall-clock
 time, when the deadline moved and when the search was stopping and over; each latency is
-that moment minus the moment the browser released the slider or clicked. Prints every
-round, then the median and the maximum. Target: at most 2 s.
+that moment minus the moment the browser released the slider or clicked; and when the
+page first said "stopped by you at", minus the click. Prints every round, then the median
+and the maximum. Target: at most 2 s (the UI tests assert only that each comes well before
+the deadline: a loaded machine's latency varies).
 
 ``--under-forecast`` stays in this process, no browser: a search on the digits-cnn trace
 (hypersched, deadline 60 s, as the quick start's) held still at 30 s, as a live search whose
@@ -101,8 +103,10 @@ def one_round(lab: Lab, folder: Path, i: int, show: int) -> dict[str, float]:
     time.sleep(1.5)
     moved = lab.drag(dashboard.locator(".noUi-handle").first, 40)
     time.sleep(1.5)
+    lab.watch_for("stopped by you at", within=lab.cell(show), key=f"stopped-{i}")
     clicked = lab.click(dashboard.locator(".widget-button", has_text="stop").first)
-    expect(header).to_contain_text("finished", timeout=60_000)
+    said = lab.said(f"stopped-{i}", timeout=60)
+    lab.wait_ran(show + 1, timeout=60)  # its exp.wait() returned: the search is over
     marks = folder / f"marks-{i}.json"
     end = time.monotonic() + 60
     while not marks.exists() and time.monotonic() < end:
@@ -112,7 +116,12 @@ def one_round(lab: Lab, folder: Path, i: int, show: int) -> dict[str, float]:
     moved_at = next(n["time"] for n in notes if n["deadline"] != first["deadline"])
     stopping = next(n["time"] for n in notes if n["status"] != "running")
     over = next(n["time"] for n in notes if n["status"] in ("finished", "failed"))
-    return {"slider": moved_at - moved, "stop acted": stopping - clicked, "stopped": over - clicked}
+    return {
+        "slider": moved_at - moved,
+        "stop acted": stopping - clicked,
+        "stopped": over - clicked,
+        "page said stopped": said - clicked,
+    }
 
 
 def slider_moves(
@@ -284,7 +293,7 @@ def main() -> None:
     print(f"\nover {len(rows)} rounds (target <= {TARGET:.0f} s):")
     for key in rows[0]:
         values = [r[key] for r in rows]
-        print(f"  {key:11s} median {statistics.median(values):.3f} s   max {max(values):.3f} s")
+        print(f"  {key:17s} median {statistics.median(values):.3f} s   max {max(values):.3f} s")
     print(f"page and console errors: {len(errors)}", *errors, sep="\n  ")
 
 

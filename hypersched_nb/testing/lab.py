@@ -194,28 +194,29 @@ class Lab:
             timeout=10_000
         )
 
-    def watch_for(self, words: str) -> None:
-        """From now on, the page notes the wall-clock time at which its text first holds
-        ``words``, at every change of the page: words shown for a moment (a dashboard's
-        header just before its final picture replaces it) are not missed."""
-        self.page.evaluate(
-            """(words) => {
-                window.__seen = window.__seen || {};
-                const look = () => {
-                    if (!(words in window.__seen) && document.body.innerText.includes(words)) {
-                        window.__seen[words] = Date.now() / 1000;
-                    }
-                };
-                new MutationObserver(look).observe(document.body,
-                    {subtree: true, childList: true, characterData: true});
-                look();
-            }""",
-            words,
-        )
+    def watch_for(self, words: str, *, within=None, key: str | None = None) -> None:
+        """From now on, the page notes the wall-clock time at which its text (or the text
+        of the element ``within``, a locator) first holds ``words``, at every change of the
+        page: words shown for a moment (a dashboard's header just before its final picture
+        replaces it) are not missed. Noted under ``key`` (default: ``words``)."""
+        script = """([el, words, key]) => {
+            window.__seen = window.__seen || {};
+            const look = () => {
+                if (!(key in window.__seen) && el.innerText.includes(words)) {
+                    window.__seen[key] = Date.now() / 1000;
+                }
+            };
+            new MutationObserver(look).observe(el,
+                {subtree: true, childList: true, characterData: true});
+            look();
+        }"""
+        element = (within or self.page.locator("body")).element_handle()
+        self.page.evaluate(script, [element, words, key or words])
 
     def said(self, words: str, *, timeout: float) -> float:
         """The wall-clock time at which the page first held ``words`` (see
-        :meth:`watch_for`), waiting up to ``timeout`` seconds for it."""
+        :meth:`watch_for`; ``words`` is its ``key`` where one was given), waiting up to
+        ``timeout`` seconds for it."""
         self.page.wait_for_function(
             "(words) => window.__seen && words in window.__seen", arg=words, timeout=timeout * 1000
         )
