@@ -14,14 +14,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hypersched_nb.testing.lab import Lab, browser_missing
+from hypersched_nb.testing.lab import PROMPTLY, Lab, browser_missing
 
 QUICKSTART = Path(__file__).parents[2] / "notebooks" / "01-quickstart.ipynb"
 ARTIFACTS = Path(__file__).parent / "artifacts"
-# a click's effect, or a failure's words, come within this many seconds even on a loaded
-# machine, where a lost click or a missed wake-up waits for the search's deadline; the 2-s
-# target is measured by benchmarks/ui_latency.py, not asserted here (machines are shared)
-PROMPTLY = 10.0
 
 pytestmark = [
     pytest.mark.cluster,
