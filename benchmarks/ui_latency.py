@@ -1,9 +1,11 @@
 """How soon the dashboard's slider and stop button act while ``exp.wait()`` blocks the kernel;
 and how soon the kernel handles a slider move while the forecast panel simulates.
 
-    python benchmarks/ui_latency.py [--rounds 10] [--artifacts tests/ui/artifacts]
+    python benchmarks/ui_latency.py [--rounds 10] [--fail-rounds 3]
+        [--artifacts tests/ui/artifacts]
     python benchmarks/ui_latency.py --under-forecast [--moves 500] [--workers 4]
     python benchmarks/ui_latency.py --param-view [--moves 500] [--workers 4]
+    python benchmarks/ui_latency.py --figures [--repeats 3]
 
 JupyterLab on 127.0.0.1 and headless Chromium, as in ``tests/ui/test_browser.py`` (needs
 ``apt-get install chromium``). Each round starts a search (DigitsCNN, deadline 60 s) on one
@@ -11,9 +13,13 @@ JupyterLab on 127.0.0.1 and headless Chromium, as in ``tests/ui/test_browser.py`
 the browser drags the deadline slider, then clicks stop. The kernel notes, in wall-clock
 time, when the deadline moved and when the search was stopping and over; each latency is
 that moment minus the moment the browser released the slider or clicked; and when the
-page first said "stopped by you at", minus the click. Prints every round, then the median
-and the maximum. Target: at most 2 s (the UI tests assert only that each comes well before
-the deadline: a loaded machine's latency varies).
+page first said "stopped by you at", minus the click. Then ``--fail-rounds`` searches that
+fail fast (every ``step()`` returns a string after 0.3 s; on the same cluster, their
+dashboards shown, the kernel free): how soon the page said "hypersched failed: " after the kernel's search
+knew it was failing, and how soon its dashboard was on the page after its cell began (the
+time to show a dashboard: its search fails within a second). Prints every round, then the median and the maximum. Target: at most
+2 s (the UI tests assert only that each comes well before the deadline: a loaded machine's
+latency varies).
 
 ``--under-forecast`` stays in this process, no browser: a search on the digits-cnn trace
 (hypersched, deadline 60 s, as the quick start's) held still at 30 s, as a live search whose
@@ -33,6 +39,12 @@ something to draw), its snapshot's version moving at every read as a live search
 the dashboard redraws its figures too, and the view has something new each time). No
 forecast panel in either. Prints the p50, p99 and maximum side by side, and how many
 drawings ran meanwhile and how long each took. Target: p99 at most 100 ms.
+
+``--figures``: how soon a box of 1, 2 and 5 plotly figures is on the page after its cell
+begins, with plotly's own ``FigureWidget`` (its 5 MB script sent and evaluated with every
+figure) and with the dashboard's (:mod:`hypersched_nb.notebook._plotly_widget`: the script
+sent once per kernel and evaluated once per page), side by side in one page, ``--repeats``
+times each. Prints the median and the maximum of each and their ratio.
 """
 
 from __future__ import annotations
@@ -69,20 +81,41 @@ exp = Experiment(
 exp.start()
 watch_search(exp, "marks-{i}.json")
 exp.dashboard()"""
+# the page watches the cell before it runs: the browser lets the kernel go on by a file
+FAILING = """\
+import optuna
+from hypersched_nb.testing.lab import wait_for_file
+from hypersched_nb.testing.trainables import TinyRegression
+
+wait_for_file("go-{i}")
+exp = Experiment(
+    TinyRegression,
+    {{"lr": optuna.distributions.FloatDistribution(0.01, 0.1),
+      "sleep": optuna.distributions.CategoricalDistribution([0.3]),
+      "returns": optuna.distributions.CategoricalDistribution(["not a dict"])}},
+    metric="loss", mode="min", deadline="60s", max_epochs=6, cluster=client, seed={i},
+)
+exp.start()
+watch_search(exp, "failing-{i}.json")
+exp.dashboard()"""
 
 
-def notebook(folder: Path, rounds: int) -> list[int]:
+def notebook(folder: Path, rounds: int, fail_rounds: int) -> tuple[list[int], list[int]]:
     """The benchmark's notebook; the indices of the cells that show each round's dashboard
-    (the next cell of each is its ``exp.wait()``)."""
+    (the next cell of each is its ``exp.wait()``), and of those that show each failing
+    search's."""
     cells = [nbformat.v4.new_code_cell(SETUP)]
-    shows = []
+    shows, fails = [], []
     for i in range(rounds):
         shows.append(len(cells))
         cells += [
             nbformat.v4.new_code_cell(ROUND.format(i=i)),
             nbformat.v4.new_code_cell("exp.wait()"),
         ]
-    cells.append(nbformat.v4.new_code_cell("close()"))
+    for i in range(fail_rounds):
+        fails.append(len(cells))
+        cells.append(nbformat.v4.new_code_cell(FAILING.format(i=i)))
+    cells.append(nbformat.v4.new_code_cell(f"wait_for_file('go-{fail_rounds}')\nclose()"))
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {
         "name": "python3",
@@ -90,7 +123,7 @@ def notebook(folder: Path, rounds: int) -> list[int]:
         "language": "python",
     }
     nbformat.write(nb, folder / "latency.ipynb")
-    return shows
+    return shows, fails
 
 
 def one_round(lab: Lab, folder: Path, i: int, show: int) -> dict[str, float]:
@@ -108,10 +141,7 @@ def one_round(lab: Lab, folder: Path, i: int, show: int) -> dict[str, float]:
     said = lab.said(f"stopped-{i}", timeout=60)
     lab.wait_ran(show + 1, timeout=60)  # its exp.wait() returned: the search is over
     marks = folder / f"marks-{i}.json"
-    end = time.monotonic() + 60
-    while not marks.exists() and time.monotonic() < end:
-        time.sleep(0.1)
-    notes = json.loads(marks.read_text())
+    notes = _notes(marks)
     first = notes[0]
     moved_at = next(n["time"] for n in notes if n["deadline"] != first["deadline"])
     stopping = next(n["time"] for n in notes if n["status"] != "running")
@@ -122,6 +152,76 @@ def one_round(lab: Lab, folder: Path, i: int, show: int) -> dict[str, float]:
         "stopped": over - clicked,
         "page said stopped": said - clicked,
     }
+
+
+def failing_round(lab: Lab, folder: Path, i: int, show: int) -> dict[str, float]:
+    lab.wait_ran(show - 1, timeout=180)  # the kernel waits in this cell for go-{i}
+    lab.cell(show).scroll_into_view_if_needed()
+    output = lab.cell(show).locator(".jp-OutputArea")
+    lab.watch_for("hypersched failed: ", within=output, key=f"failed-{i}")
+    lab.watch_for("hypersched", within=output, key=f"shown-{i}")
+    go = time.time()
+    (folder / f"go-{i}").touch()
+    said = lab.said(f"failed-{i}", timeout=120)
+    shown = lab.said(f"shown-{i}", timeout=10)
+    notes = _notes(folder / f"failing-{i}.json")
+    knew = next(n["time"] for n in notes if n["status"] in ("failing", "failed"))
+    return {"dashboard shown": shown - go, "page said failed": said - knew}
+
+
+FIGURE_KINDS = {"plotly's FigureWidget": "go.FigureWidget()", "the dashboard's": "figure_widget()"}
+FIGURES_SETUP = """\
+import ipywidgets as w
+import plotly.graph_objects as go
+
+from hypersched_nb.notebook._plotly_widget import figure_widget
+from hypersched_nb.testing.lab import wait_for_file"""
+
+
+def figure_views(repeats: int, artifacts: Path, counts: tuple[int, ...] = (1, 2, 5)) -> None:
+    """Seconds from a cell's start to its box of figures on the page, by kind and count."""
+    from playwright.sync_api import expect
+
+    jobs = [(kind, k) for _ in range(repeats) for k in counts for kind in FIGURE_KINDS]
+    cells = [FIGURES_SETUP]
+    for i, (kind, k) in enumerate(jobs):  # the words are split: the cell's source is on the page
+        figures = ", ".join([FIGURE_KINDS[kind]] * k)
+        cells.append(f'wait_for_file("go-{i}")\nw.VBox([w.HTML("shown" + "-{i}"), {figures}])')
+    took: dict[tuple[str, int], list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        nbformat.write(nb, folder / "figures.ipynb")
+        with Lab(folder, artifacts=artifacts) as lab:
+            lab.open("figures.ipynb")
+            lab.run_all()
+            for i, job in enumerate(jobs, start=1):
+                lab.wait_ran(i - 1, timeout=180)
+                time.sleep(1.0)  # the page at rest
+                output = lab.cell(i).locator(".jp-OutputArea")
+                lab.watch_for(f"shown-{i - 1}", within=output)
+                go = time.time()
+                (folder / f"go-{i - 1}").touch()
+                took.setdefault(job, []).append(lab.said(f"shown-{i - 1}", timeout=120) - go)
+                expect(output.locator(".js-plotly-plot")).to_have_count(job[1], timeout=30_000)
+            errors = list(lab.errors)
+    print(f"a box of figures on the page after its cell began, {repeats} times each:")
+    for k in counts:
+        times = [took[kind, k] for kind in FIGURE_KINDS]  # plotly's, then the dashboard's
+        cols = [f"{kind} median {statistics.median(t):.2f} s, max {max(t):.2f} s"
+                for kind, t in zip(FIGURE_KINDS, times, strict=True)]  # fmt: skip
+        ratio = statistics.median(times[1]) / statistics.median(times[0])
+        print(f"  {k} figure(s): " + "   ".join(cols) + f"   ratio {ratio:.2f}")
+    print(f"page and console errors: {len(errors)}", *errors, sep="\n  ")
+
+
+def _notes(path: Path, seconds: float = 60) -> list[dict]:
+    """What ``watch_search`` wrote to ``path`` once its search was over."""
+    end = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < end:
+        time.sleep(0.1)
+    return json.loads(path.read_text())
 
 
 def slider_moves(
@@ -261,9 +361,12 @@ def param_view(moves: int, workers: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--fail-rounds", type=int, default=3)
     parser.add_argument("--artifacts", type=Path, default=Path("tests/ui/artifacts"))
     parser.add_argument("--under-forecast", action="store_true")
     parser.add_argument("--param-view", action="store_true")
+    parser.add_argument("--figures", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--moves", type=int, default=500)
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args()
@@ -276,10 +379,13 @@ def main() -> None:
     missing = browser_missing()
     if missing is not None:
         raise SystemExit(f"no browser: {missing}")
+    if args.figures:
+        figure_views(args.repeats, args.artifacts)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        shows = notebook(folder, args.rounds)
-        rows = []
+        shows, fails = notebook(folder, args.rounds, args.fail_rounds)
+        rows, failed = [], []
         with Lab(folder, artifacts=args.artifacts) as lab:
             lab.open("latency.ipynb")
             lab.run_all()
@@ -288,12 +394,25 @@ def main() -> None:
                 print(
                     f"round {i + 1:2d}: " + "  ".join(f"{k} {v:.3f} s" for k, v in rows[-1].items())
                 )
-            lab.screenshot("latency-last-round", showing=lab.cell(shows[-1]))
+            if shows:
+                lab.screenshot("latency-last-round", showing=lab.cell(shows[-1]))
+            for i, show in enumerate(fails):
+                failed.append(failing_round(lab, folder, i, show))
+                print(
+                    f"failing round {i + 1:2d}: "
+                    + "  ".join(f"{k} {v:.3f} s" for k, v in failed[-1].items())
+                )
+            if fails:
+                lab.screenshot("latency-last-failing-round", showing=lab.cell(fails[-1]))
+            (folder / f"go-{len(fails)}").touch()  # the last cell closes the cluster
             errors = list(lab.errors)
-    print(f"\nover {len(rows)} rounds (target <= {TARGET:.0f} s):")
-    for key in rows[0]:
-        values = [r[key] for r in rows]
-        print(f"  {key:17s} median {statistics.median(values):.3f} s   max {max(values):.3f} s")
+    for label, done in (("rounds", rows), ("failing rounds", failed)):
+        if not done:
+            continue
+        print(f"\nover {len(done)} {label} (target <= {TARGET:.0f} s):")
+        for key in done[0]:
+            values = [r[key] for r in done]
+            print(f"  {key:17s} median {statistics.median(values):.3f} s   max {max(values):.3f} s")
     print(f"page and console errors: {len(errors)}", *errors, sep="\n  ")
 
 

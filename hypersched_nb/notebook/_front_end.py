@@ -2,7 +2,8 @@
 the widgets may close.
 
 A front end builds a widget view on its own time: a plotly figure's view comes last, after a
-script of its own (seconds on a page's first load). A display updated while it is still
+script of its own (evaluated the first time a page shows a figure: about a second here; see
+:mod:`._plotly_widget`). A display updated while it is still
 building the view it was sent loses that view half-made ("Cannot read properties of null
 (reading 'addWidget')" in the page), and a model closed under it breaks what is still under
 way ("no comm channel defined"), as when a search ends within seconds of its dashboard being

@@ -37,6 +37,7 @@ from hypersched_nb.experiment.deadline import format_duration
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.notebook import _front_end
 from hypersched_nb.notebook._curve_bundle import CurveBundler
+from hypersched_nb.notebook._plotly_widget import figure_widget
 from hypersched_nb.notebook.drawings import (
     Drawing,
     allocation_drawing,
@@ -333,9 +334,7 @@ class _LiveFigure:
     """A plotly FigureWidget and the drawing it shows, so that it is sent only what differs."""
 
     def __init__(self, drawing: Drawing):
-        import plotly.graph_objects as go
-
-        self.widget = go.FigureWidget(drawing.figure())
+        self.widget = figure_widget(drawing.figure())
         self.shown = drawing
 
     def show(self, new: Drawing) -> None:

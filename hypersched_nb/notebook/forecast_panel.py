@@ -41,6 +41,7 @@ from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.forecast import shares, spread
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.notebook._panel import stop_drawing
+from hypersched_nb.notebook._plotly_widget import figure_widget
 from hypersched_nb.notebook.drawings import Drawing
 from hypersched_nb.notebook.figures import loaded_before_threads
 from hypersched_nb.notebook.forecast_band import Band, Point
@@ -127,7 +128,6 @@ class ForecastPanel:
         separate: bool = True,
     ):  # fmt: skip
         import ipywidgets as w
-        import plotly.graph_objects as go
 
         loaded_before_threads()
         if isinstance(every, bool) or not (isinstance(every, (int, float)) and every > 0):
@@ -153,7 +153,7 @@ class ForecastPanel:
         self._pool: ProcessPoolExecutor | None = None  # where the runs are simulated
         self.title, self.table = w.HTML(), w.HTML()
         drawing = band_drawing(self.band, deadline=self.deadline, metric=self.metric)
-        self.figure = go.FigureWidget(drawing.figure())
+        self.figure = figure_widget(drawing.figure())
         # the chart and its table, shown once there is a forecast (the title says why not)
         self.plot = w.HBox([self.figure, self.table])
         self.widget = w.VBox([self.title, self.plot])

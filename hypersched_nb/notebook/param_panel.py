@@ -32,6 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from hypersched_nb.errors import ConfigError
 from hypersched_nb.notebook._panel import stop_drawing
+from hypersched_nb.notebook._plotly_widget import figure_widget
 from hypersched_nb.notebook.figures import loaded_before_threads
 
 __all__ = ["NOT_STARTED", "ParamPanel", "not_enough"]
@@ -165,10 +166,9 @@ class ParamPanel:
 
     def _make_figures(self) -> None:
         import ipywidgets as w
-        import plotly.graph_objects as go
 
-        self.importances = go.FigureWidget(layout=_SIZE)
-        self.parallel = go.FigureWidget(layout=_SIZE)
+        self.importances = figure_widget(layout=_SIZE)
+        self.parallel = figure_widget(layout=_SIZE)
         box = w.HBox([self.importances, self.parallel], layout=w.Layout(flex_flow="row wrap"))
         self.widget.children = (self.said, box)
 

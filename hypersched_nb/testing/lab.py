@@ -29,7 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-__all__ = ["PROMPTLY", "Lab", "browser_missing", "find_chromium", "watch_search"]
+__all__ = ["PROMPTLY", "Lab", "browser_missing", "find_chromium", "wait_for_file", "watch_search"]
 
 #: seconds within which a click's effect, or a failure's words, come even on a loaded
 #: machine, where a lost click or a missed wake-up would wait for the search's deadline; the
@@ -320,3 +320,12 @@ def watch_search(experiment, path, *, every: float = 0.02) -> threading.Thread:
     thread = threading.Thread(target=run, name="watch-search", daemon=True)
     thread.start()
     return thread
+
+
+def wait_for_file(path, *, timeout: float = 600.0) -> None:
+    """Block until ``path`` exists (a notebook's cell that the driving browser lets go on)."""
+    end = time.monotonic() + timeout
+    while not Path(path).exists():
+        if time.monotonic() > end:
+            raise TimeoutError(f"{path} did not appear within {timeout:.0f} s")
+        time.sleep(0.02)

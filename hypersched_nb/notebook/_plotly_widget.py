@@ -1,0 +1,114 @@
+"""plotly's ``FigureWidget``, with its 5 MB script sent to the front end once per kernel.
+
+Since plotly 6 a ``FigureWidget`` is an anywidget whose state carries plotly.js and the
+widget's code, about 5 MB, as its ``_esm`` string; the front end receives that string with
+every figure and evaluates it for each one (plotly/plotly.py#5143). Measured in JupyterLab
+and headless Chromium on this project's 2-core machines, each figure added about 1.2 s
+before a view appeared (one ipywidgets slider: 0.01 s), so a dashboard with its forecast and
+parameter panels took 4-6 s to show, and sent some 25 MB, each time.
+
+Here the script travels once, as the state of one hidden :class:`_PlotlyCode` widget per
+kernel, and each figure's ``_esm`` is a few lines (:data:`_LOADER`) that ask the front end's
+widget manager for that widget, evaluate its code the first time the page needs it, and hand
+each figure plotly's own ``initialize`` and ``render``. Everything else is plotly's
+``FigureWidget`` unchanged: its traits, its messages, its Python API.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["figure_widget"]
+
+# The figure's front-end module: plotly's default export (a factory of {initialize, render}
+# per model) loaded from the kernel's code widget, evaluated once per page and widget.
+_LOADER = """\
+const loaded = (globalThis.__hyperschedPlotly ??= new Map());
+
+function plotly(model) {
+  const id = String(model.get("_plotly")).replace(/^IPY_MODEL_/, "");
+  if (!loaded.has(id)) {
+    loaded.set(id, model.widget_manager.get_model(id).then(async (code) => {
+      const url = URL.createObjectURL(new Blob([code.get("code")], { type: "text/javascript" }));
+      try {
+        return await import(/* webpackIgnore: true */ url);
+      } finally {
+        URL.revokeObjectURL(url);
+      }
+    }));
+  }
+  return loaded.get(id);
+}
+
+export default () => {
+  let figure, ready;
+  return {
+    initialize(ctx) {
+      ready = plotly(ctx.model).then((module) => {
+        figure = module.default();
+        return figure.initialize(ctx);
+      });
+      return ready;
+    },
+    async render(ctx) {
+      await ready;
+      return figure.render(ctx);
+    },
+  };
+};
+"""
+
+_lock = threading.Lock()
+_made: dict[str, object] = {}  # "class": the figure class; "code": this kernel's code widget
+
+
+def figure_widget(figure=None, **kwargs):
+    """A plotly ``FigureWidget`` of ``figure`` (a ``go.Figure``, a dict, or None) whose
+    script the front end receives once per kernel (see the module's docstring)."""
+    return _figure_class()(figure, **kwargs)
+
+
+def _figure_class():
+    with _lock:
+        if "class" not in _made:
+            _made["class"] = _define()
+        return _made["class"]
+
+
+def _code_widget():
+    """This kernel's code widget, made again if something closed it."""
+    with _lock:
+        code = _made.get("code")
+        if code is None or code.comm is None:
+            code = _made["code"] = _made["code class"]()
+        return code
+
+
+def _define():
+    import anywidget
+    import traitlets
+    from ipywidgets import widget_serialization
+
+    from hypersched_nb.notebook._plotly_import import import_plotly
+
+    import_plotly()  # without the nbformat import a figure widget never uses
+    import plotly.graph_objects as go
+
+    class _PlotlyCode(anywidget.AnyWidget):
+        """plotly's widget script, for the figures' loaders to evaluate; never shown."""
+
+        _esm = "export default {};"
+        code = traitlets.Unicode(str(go.FigureWidget._esm)).tag(sync=True)
+
+    class SharedFigureWidget(go.FigureWidget):
+        """plotly's ``FigureWidget``, its script read from this kernel's code widget."""
+
+        _esm = _LOADER
+        _plotly = traitlets.Instance(_PlotlyCode).tag(sync=True, **widget_serialization)
+
+        @traitlets.default("_plotly")
+        def _code(self):
+            return _code_widget()
+
+    _made["code class"] = _PlotlyCode
+    return SharedFigureWidget
