@@ -5,7 +5,9 @@ same error, and a search left to run would fail thousands of them until its dead
 Tune's ``fail_fast`` stops a search at its first failure; this rule waits for the first
 ``threshold`` trials to end, and stops the search only if they all failed with the same
 error (the last line of each trial's error). One trial that ends otherwise, or two errors
-that differ, and the rule says nothing again for the rest of the search.
+that differ, and the rule says nothing again for the rest of the search. A search that ends
+before ``threshold`` trials have (fewer configurations, or an early deadline), each of them
+failed with the same error, failed too: it ran nothing that worked.
 """
 
 from __future__ import annotations
@@ -45,6 +47,17 @@ class FailFast:
             f"the first {self.threshold} trials all failed with the same error, so the search "
             f"stopped (fail_fast={self.threshold}): {self._errors[0]}"
         )
+
+    def at_end(self) -> str | None:
+        """At the search's end: the reason it failed, where every trial that ended failed with
+        one error before ``threshold`` of them could (None: it did not)."""
+        if self._decided or not self._errors or len(set(self._errors)) > 1:
+            return None
+        count = len(self._errors)
+        what = "its only trial failed" if count == 1 else (
+            f"all {count} of its trials failed with the same error"
+        )  # fmt: skip
+        return f"{what}, and no other ran (fail_fast={self.threshold}): {self._errors[0]}"
 
 
 def _last_line(error: str | None) -> str:

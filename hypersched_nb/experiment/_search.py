@@ -44,6 +44,12 @@ class Heard:
             self._failing(self.failure)  # said at once, not when the trials have ended
         return why
 
+    def at_end(self) -> SearchFailed | None:
+        """The search is over: whether it failed, every trial it ran having failed alike
+        (:meth:`FailFast.at_end`)."""
+        why = self._fail_fast.at_end()
+        return None if why is None else SearchFailed(why)
+
     def paused(self, trial: Trial) -> None:
         self.source.tell(trial, complete=False)
 
@@ -74,8 +80,12 @@ class Search:
         out = self.driver.run()
         heard = self.heard
         heard.search_over(list(self.driver.pending.values()))
-        heard.failure = heard.failure or below_one_epoch(
-            self.cost_budget, self.driver.trials.values(), out.worker_seconds_billed
+        heard.failure = (
+            heard.failure
+            or heard.at_end()
+            or below_one_epoch(
+                self.cost_budget, self.driver.trials.values(), out.worker_seconds_billed
+            )
         )
         if heard.failure is not None:
             raise heard.failure

@@ -54,7 +54,8 @@ class Experiment:
     ``"random"``, ``"qmc"`` or an Optuna sampler, which learns from every trial as it
     pauses or ends; ``configs`` bounds
     how many configurations are offered. ``fail_fast``: when the first this-many trials to
-    end all failed with one error, the search stops and :meth:`wait` raises it (None: never).
+    end all failed with one error, the search stops and :meth:`wait` raises it (so does a
+    search that ends with fewer, each failed with one error; None: never).
     An elastic policy (``"seer"``) sizes the cluster itself, from ``cluster`` up to
     ``max_workers``, and spends at most ``cost_budget`` worker-seconds (plus one epoch of one
     worker), billed for the workers the cluster has, from when they arrive to when they are

@@ -99,3 +99,25 @@ def test_a_status_moves_only_as_its_table_says_and_a_wrong_move_names_both():
     assert session.status == "finished" and session.status is Status.FINISHED
     with pytest.raises(HyperschedError, match="a search that is finished cannot become running"):
         session.run(lambda: None)
+
+
+@pytest.mark.parametrize(
+    ("errors", "said"),
+    [([NO_METRIC], "its only trial failed"),
+     ([NO_METRIC, NO_METRIC], "all 2 of its trials failed with the same error")],
+)  # fmt: skip
+def test_a_search_whose_every_trial_failed_alike_before_the_threshold_failed(errors, said):
+    exp = search(errors).start()  # fewer configurations than fail_fast: they run out first
+    with pytest.raises(SearchFailed) as info:
+        exp.wait()
+    assert str(info.value).startswith(said)
+    assert str(info.value).endswith(f", and no other ran (fail_fast=3): {NO_METRIC}")
+    snap = exp.statistics()
+    assert snap.status == "failed" and snap.status_text().startswith(f"failed: {said}")
+    assert len(snap.trials) == len(errors)  # what ran is kept
+
+
+def test_one_failure_beside_a_trial_that_worked_is_that_trials_own():
+    exp = search([NO_METRIC, None])
+    exp.run()
+    assert exp.statistics().status == "finished"
