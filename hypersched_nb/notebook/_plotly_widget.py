@@ -10,12 +10,19 @@ parameter panels took 4-6 s to show, and sent some 25 MB, each time.
 Here the script travels once, as the state of one hidden :class:`_PlotlyCode` widget per
 kernel, and each figure's ``_esm`` is a few lines (:data:`_LOADER`) that ask the front end's
 widget manager for that widget, evaluate its code the first time the page needs it, and hand
-each figure plotly's own ``initialize`` and ``render``. Everything else is plotly's
-``FigureWidget`` unchanged: its traits, its messages, its Python API.
+each figure plotly's own ``initialize`` and ``render``.
+
+One more change: plotly sends a figure's changes as messages and keeps the state it gives a
+new view at the figure's first (``_widget_data``, ``_widget_layout``), so a page reloaded
+while a search ran drew each figure as it was first shown, then failed to apply the later
+changes to traces it lacked ("indices must be valid indices for gd.data"). Here the state a
+front end asks for is the figure as it stands. Everything else is plotly's ``FigureWidget``
+unchanged: its traits, its messages, its Python API.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 
 __all__ = ["figure_widget"]
@@ -101,14 +108,35 @@ def _define():
         code = traitlets.Unicode(str(go.FigureWidget._esm)).tag(sync=True)
 
     class SharedFigureWidget(go.FigureWidget):
-        """plotly's ``FigureWidget``, its script read from this kernel's code widget."""
+        """plotly's ``FigureWidget``, its script read from this kernel's code widget, and its
+        state, when a front end asks for it, the figure as it stands. Whoever changes it
+        from a thread of its own holds :attr:`editing` meanwhile."""
 
         _esm = _LOADER
         _plotly = traitlets.Instance(_PlotlyCode).tag(sync=True, **widget_serialization)
 
+        def __init__(self, *args, **kwargs):
+            self._editing = threading.RLock()
+            super().__init__(*args, **kwargs)
+
+        @property
+        def editing(self) -> threading.RLock:
+            return self._editing
+
         @traitlets.default("_plotly")
         def _code(self):
             return _code_widget()
+
+        def get_state(self, key=None, drop_defaults=False):
+            with self._editing:
+                state = super().get_state(key, drop_defaults)
+                if getattr(self, "_layout_obj", None) is not None:  # made: as it stands now
+                    for name, now in (("_widget_data", self._data),
+                                      ("_widget_layout", self._layout_obj._props)):  # fmt: skip
+                        if name in state:
+                            to_json = self.trait_metadata(name, "to_json")
+                            state[name] = to_json(copy.deepcopy(now), self)
+            return state
 
     _made["code class"] = _PlotlyCode
     return SharedFigureWidget

@@ -338,7 +338,8 @@ class _LiveFigure:
         self.shown = drawing
 
     def show(self, new: Drawing) -> None:
-        _update(self.widget, self.shown, new)
+        with self.widget.editing:  # a front end asking for its state gets before or after
+            _update(self.widget, self.shown, new)
         self.shown = new
 
 

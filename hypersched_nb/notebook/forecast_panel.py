@@ -288,7 +288,7 @@ class ForecastPanel:
         self.table.value = _table(band, deadline, self.started, self.best)
         drawing = band_drawing(band, deadline=deadline, metric=self.metric)
         fig = self.figure
-        with fig.batch_update():
+        with fig.editing, fig.batch_update():
             if not marker_only:
                 fig.data = ()
                 fig.add_traces(list(drawing.traces))

@@ -146,14 +146,16 @@ class ParamPanel:
             self._say(why)
             with self._lock:
                 if self.importances is not None:
-                    self.importances.data, self.parallel.data = (), ()
+                    for widget in (self.importances, self.parallel):
+                        with widget.editing:
+                            widget.data = ()
             return False
         drawn = self._figures(study)
         with self._lock:
             if self.importances is None:
                 self._make_figures()
             for widget, figure in zip((self.importances, self.parallel), drawn, strict=True):
-                with widget.batch_update():
+                with widget.editing, widget.batch_update():
                     widget.data = ()
                     widget.add_traces(figure["data"])
                     widget.layout = figure["layout"]

@@ -50,3 +50,16 @@ def test_a_script_widget_closed_by_someone_else_is_made_again():
     again = figure_widget()._plotly
     assert again is not shared and again.comm is not None
     assert isinstance(again, w.Widget)
+
+
+def test_a_front_end_that_asks_for_the_state_gets_the_figure_as_it_stands():
+    # what a page reloaded during a search asks for: plotly's own answer is the first state
+    figure = figure_widget({"data": [{"y": [1, 3, 2]}]})
+    figure.add_scatter(y=[5, 1])
+    with figure.editing:  # as the dashboard's thread changes it
+        figure.data[0].y = [3, 2, 1]
+        figure.layout.width = 333
+    state = figure.get_state()
+    assert [list(trace["y"]) for trace in state["_widget_data"]] == [[3, 2, 1], [5, 1]]
+    assert state["_widget_layout"]["width"] == 333
+    assert set(figure.get_state("_esm")) == {"_esm"}  # one trait asked for, one given

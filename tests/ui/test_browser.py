@@ -1,7 +1,7 @@
 """The dashboard's controls in a real browser: JupyterLab, headless Chromium, the quick start.
 
 While the quick start's ``exp.wait()`` blocks the kernel, the forecast panel draws its band
-once the first results are in, a slider move and a stop click act within 2 s (as the kernel
+once the first results are in, a slider move and a stop click act promptly (as the kernel
 itself records them), the dashboard's header says "stopped by you at …", and the page logs no
 error.
 Screenshots go to ``tests/ui/artifacts/``.
