@@ -65,33 +65,35 @@ export default () => {
 };
 """
 
-_lock = threading.Lock()
-_made: dict[str, object] = {}  # "class": the figure class; "code": this kernel's code widget
+
+class _Made:
+    """What this kernel has made: the two classes (defined on first use: plotly's import is
+    slow) and the one code widget."""
+
+    lock = threading.Lock()
+    figure_class: type | None = None
+    code_class: type | None = None
+    code = None  # this kernel's code widget
 
 
 def figure_widget(figure=None, **kwargs):
     """A plotly ``FigureWidget`` of ``figure`` (a ``go.Figure``, a dict, or None) whose
     script the front end receives once per kernel (see the module's docstring)."""
-    return _figure_class()(figure, **kwargs)
-
-
-def _figure_class():
-    with _lock:
-        if "class" not in _made:
-            _made["class"] = _define()
-        return _made["class"]
+    with _Made.lock:
+        if _Made.figure_class is None:
+            _Made.figure_class, _Made.code_class = _define()
+    return _Made.figure_class(figure, **kwargs)
 
 
 def _code_widget():
     """This kernel's code widget, made again if something closed it."""
-    with _lock:
-        code = _made.get("code")
-        if code is None or code.comm is None:
-            code = _made["code"] = _made["code class"]()
-        return code
+    with _Made.lock:
+        if _Made.code is None or _Made.code.comm is None:
+            _Made.code = _Made.code_class()
+        return _Made.code
 
 
-def _define():
+def _define() -> tuple[type, type]:
     import anywidget
     import traitlets
     from ipywidgets import widget_serialization
@@ -138,5 +140,4 @@ def _define():
                             state[name] = to_json(copy.deepcopy(now), self)
             return state
 
-    _made["code class"] = _PlotlyCode
-    return SharedFigureWidget
+    return SharedFigureWidget, _PlotlyCode
