@@ -5,7 +5,6 @@ and how soon the kernel handles a slider move while the forecast panel simulates
         [--artifacts tests/ui/artifacts]
     python benchmarks/ui_latency.py --under-forecast [--moves 500] [--workers 4]
     python benchmarks/ui_latency.py --param-view [--moves 500] [--workers 4]
-    python benchmarks/ui_latency.py --figures [--repeats 3]
 
 JupyterLab on 127.0.0.1 and headless Chromium, as in ``tests/ui/test_browser.py`` (needs
 ``apt-get install chromium``). Each round starts a search (DigitsCNN, deadline 60 s) on one
@@ -39,12 +38,6 @@ something to draw), its snapshot's version moving at every read as a live search
 the dashboard redraws its figures too, and the view has something new each time). No
 forecast panel in either. Prints the p50, p99 and maximum side by side, and how many
 drawings ran meanwhile and how long each took. Target: p99 at most 100 ms.
-
-``--figures``: how soon a box of 1, 2 and 5 plotly figures is on the page after its cell
-begins, with plotly's own ``FigureWidget`` (its 5 MB script sent and evaluated with every
-figure) and with the dashboard's (:mod:`hypersched_nb.notebook._plotly_widget`: the script
-sent once per kernel and evaluated once per page), side by side in one page, ``--repeats``
-times each. Prints the median and the maximum of each and their ratio.
 """
 
 from __future__ import annotations
@@ -167,53 +160,6 @@ def failing_round(lab: Lab, folder: Path, i: int, show: int) -> dict[str, float]
     notes = _notes(folder / f"failing-{i}.json")
     knew = next(n["time"] for n in notes if n["status"] in ("failing", "failed"))
     return {"dashboard shown": shown - go, "page said failed": said - knew}
-
-
-FIGURE_KINDS = {"plotly's FigureWidget": "go.FigureWidget()", "the dashboard's": "figure_widget()"}
-FIGURES_SETUP = """\
-import ipywidgets as w
-import plotly.graph_objects as go
-
-from hypersched_nb.notebook._plotly_widget import figure_widget
-from hypersched_nb.testing.lab import wait_for_file"""
-
-
-def figure_views(repeats: int, artifacts: Path, counts: tuple[int, ...] = (1, 2, 5)) -> None:
-    """Seconds from a cell's start to its box of figures on the page, by kind and count."""
-    from playwright.sync_api import expect
-
-    jobs = [(kind, k) for _ in range(repeats) for k in counts for kind in FIGURE_KINDS]
-    cells = [FIGURES_SETUP]
-    for i, (kind, k) in enumerate(jobs):  # the words are split: the cell's source is on the page
-        figures = ", ".join([FIGURE_KINDS[kind]] * k)
-        cells.append(f'wait_for_file("go-{i}")\nw.VBox([w.HTML("shown" + "-{i}"), {figures}])')
-    took: dict[tuple[str, int], list[float]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-        nbformat.write(nb, folder / "figures.ipynb")
-        with Lab(folder, artifacts=artifacts) as lab:
-            lab.open("figures.ipynb")
-            lab.run_all()
-            for i, job in enumerate(jobs, start=1):
-                lab.wait_ran(i - 1, timeout=180)
-                time.sleep(1.0)  # the page at rest
-                output = lab.cell(i).locator(".jp-OutputArea")
-                lab.watch_for(f"shown-{i - 1}", within=output)
-                go = time.time()
-                (folder / f"go-{i - 1}").touch()
-                took.setdefault(job, []).append(lab.said(f"shown-{i - 1}", timeout=120) - go)
-                expect(output.locator(".js-plotly-plot")).to_have_count(job[1], timeout=30_000)
-            errors = list(lab.errors)
-    print(f"a box of figures on the page after its cell began, {repeats} times each:")
-    for k in counts:
-        times = [took[kind, k] for kind in FIGURE_KINDS]  # plotly's, then the dashboard's
-        cols = [f"{kind} median {statistics.median(t):.2f} s, max {max(t):.2f} s"
-                for kind, t in zip(FIGURE_KINDS, times, strict=True)]  # fmt: skip
-        ratio = statistics.median(times[1]) / statistics.median(times[0])
-        print(f"  {k} figure(s): " + "   ".join(cols) + f"   ratio {ratio:.2f}")
-    print(f"page and console errors: {len(errors)}", *errors, sep="\n  ")
 
 
 def _notes(path: Path, seconds: float = 60) -> list[dict]:
@@ -365,8 +311,6 @@ def main() -> None:
     parser.add_argument("--artifacts", type=Path, default=Path("tests/ui/artifacts"))
     parser.add_argument("--under-forecast", action="store_true")
     parser.add_argument("--param-view", action="store_true")
-    parser.add_argument("--figures", action="store_true")
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--moves", type=int, default=500)
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args()
@@ -379,9 +323,6 @@ def main() -> None:
     missing = browser_missing()
     if missing is not None:
         raise SystemExit(f"no browser: {missing}")
-    if args.figures:
-        figure_views(args.repeats, args.artifacts)
-        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         shows, fails = notebook(folder, args.rounds, args.fail_rounds)
