@@ -10,7 +10,10 @@ parameter panels took 4-6 s to show, and sent some 25 MB, each time.
 Here the script travels once, as the state of one hidden :class:`_PlotlyCode` widget per
 kernel, and each figure's ``_esm`` is a few lines (:data:`_LOADER`) that ask the front end's
 widget manager for that widget, evaluate its code the first time the page needs it, and hand
-each figure plotly's own ``initialize`` and ``render``.
+each figure plotly's own ``initialize`` and ``render`` (anywidget holds a model's messages
+until its ``initialize`` is done, so none is lost meanwhile). The widget manager is what
+anywidget gives a module as ``model.widget_manager`` (0.9 to 0.11 at least; it says it may
+narrow it: ``tests/notebook/test_plotly_widget.py`` reads the installed front end for it).
 
 One more change: plotly sends a figure's changes as messages and keeps the state it gives a
 new view at the figure's first (``_widget_data``, ``_widget_layout``), so a page reloaded

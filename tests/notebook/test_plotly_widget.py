@@ -63,3 +63,15 @@ def test_a_front_end_that_asks_for_the_state_gets_the_figure_as_it_stands():
     assert [list(trace["y"]) for trace in state["_widget_data"]] == [[3, 2, 1], [5, 1]]
     assert state["_widget_layout"]["width"] == 333
     assert set(figure.get_state("_esm")) == {"_esm"}  # one trait asked for, one given
+
+
+def test_the_installed_anywidget_front_end_gives_a_module_the_widget_manager():
+    # the loader asks anywidget's model for `widget_manager.get_model`, which anywidget
+    # 0.9-0.11 gives and says it may narrow: an upgrade that drops it fails here, not on a page
+    import sys
+    from pathlib import Path
+
+    static = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "anywidget" / "static"
+    scripts = "".join(path.read_text(errors="replace") for path in static.glob("*.js"))
+    assert scripts, f"anywidget's front end is not installed in {static}"
+    assert "widget_manager: model.widget_manager" in scripts
