@@ -53,7 +53,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from hypersched_nb.testing.lab import Lab, browser_missing
+from hypersched_nb.testing.lab import Lab, browser_missing, wait_for_file
 
 TARGET = 2.0
 MOVE_TARGET = 0.100
@@ -162,11 +162,9 @@ def failing_round(lab: Lab, folder: Path, i: int, show: int) -> dict[str, float]
     return {"dashboard shown": shown - go, "page said failed": said - knew}
 
 
-def _notes(path: Path, seconds: float = 60) -> list[dict]:
+def _notes(path: Path) -> list[dict]:
     """What ``watch_search`` wrote to ``path`` once its search was over."""
-    end = time.monotonic() + seconds
-    while not path.exists() and time.monotonic() < end:
-        time.sleep(0.1)
+    wait_for_file(path, timeout=60)
     return json.loads(path.read_text())
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hypersched_nb.testing.lab import PROMPTLY, Lab, browser_missing
+from hypersched_nb.testing.lab import PROMPTLY, Lab, browser_missing, wait_for_file
 
 QUICKSTART = Path(__file__).parents[2] / "notebooks" / "01-quickstart.ipynb"
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -53,13 +53,6 @@ def quickstart_watched(folder: Path) -> tuple[int, int, int]:
     return shown, wait, len(nb.cells)
 
 
-def wait_for_file(path: Path, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < end, f"{path.name} was not written within {seconds:.0f} s"
-        time.sleep(0.2)
-
-
 def test_the_slider_and_the_stop_button_act_while_exp_wait_blocks_the_kernel(tmp_path):
     from playwright.sync_api import expect
 
@@ -82,7 +75,7 @@ def test_the_slider_and_the_stop_button_act_while_exp_wait_blocks_the_kernel(tmp
         lab.said("stopped by you at", timeout=30)
         # the cell, not the widget view: the final picture may already have replaced it
         lab.screenshot("quickstart-2-stopped", showing=lab.cell(shown))
-        wait_for_file(tmp_path / "marks.json", 30)
+        wait_for_file(tmp_path / "marks.json", timeout=30)
         lab.wait_ran(cells - 1)
         lab.screenshot("quickstart-3-end", showing=lab.cell(cells - 1))
         outputs = "\n".join(lab.page.locator(".jp-OutputArea-output").all_inner_texts())
