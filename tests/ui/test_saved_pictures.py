@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from hypersched_nb.testing.lab import PROMPTLY, Lab, browser_missing
+from hypersched_nb.testing.lab import PROMPTLY, Lab, browser_missing, wait_for_file
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
@@ -54,12 +54,8 @@ def notebook(folder: Path, name: str, cells: list[str]) -> str:
 
 
 def marks(folder: Path, seconds: float = 60) -> list[dict]:
-    path = folder / "marks.json"
-    end = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < end, "marks.json was not written"
-        time.sleep(0.2)
-    return json.loads(path.read_text())
+    wait_for_file(folder / "marks.json", timeout=seconds)
+    return json.loads((folder / "marks.json").read_text())
 
 
 def pictures(lab: Lab) -> int:
