@@ -176,13 +176,33 @@ class ExperimentSnapshot:
         """The wall time of clock time ``t`` (None on a virtual clock)."""
         return None if self.started is None else self.started + timedelta(seconds=t)
 
+    def clock(self, t: float) -> str:
+        """Clock time ``t`` to the second: ``17:00:00`` live, ``900s`` on a virtual clock."""
+        at = self.wall(t)
+        return f"{t:.0f}s" if at is None else at.strftime("%H:%M:%S")
+
     def deadline_text(self) -> str:
         """``"17:00:00 (in 12m 05s)"`` live, ``"at 900s"`` on a virtual clock."""
-        at = self.wall(self.deadline)
-        where = f"at {self.deadline:.0f}s" if at is None else at.strftime("%H:%M:%S")
+        where = self.clock(self.deadline)
+        if self.started is None:  # a virtual clock
+            where = f"at {where}"
         if not self.going:
             return where
         return f"{where} (in {format_duration(self.time_left)})"
+
+    def standing_text(self) -> str:
+        """Where the search stands, in words that stay true when read later (the picture a
+        saved notebook keeps, the report): "finished · deadline 17:00:00", and for a search
+        not over, dated: "as it stood at 16:47:55: running, 12m 05s before its deadline
+        17:00:00" (never "running" alone, which a page reopened after its kernel is gone would
+        still say)."""
+        deadline = self.clock(self.deadline)
+        if self.done:
+            return f"{self.status_text()} · deadline {deadline}"
+        now = f"as it stood at {self.clock(self.time)}: {self.status_text()}"
+        if not self.going:
+            return f"{now} · deadline {deadline}"
+        return f"{now}, {format_duration(self.time_left)} before its deadline {deadline}"
 
     def cluster_text(self) -> str:
         """The cluster now: ``"2 workers"``, ``"2 workers, 1 paused by Dask (memory)"``."""
@@ -203,11 +223,13 @@ class ExperimentSnapshot:
 
     def progress_line(self) -> str:
         """One line for a terminal or a status bar."""
-        c = self.counts
         head = f"{format_duration(self.time_left)} left" if self.going else "ending"
-        head = "done" if self.done else head
+        return f"{'done' if self.done else head} | {self._progress()}"
+
+    def _progress(self) -> str:
+        c = self.counts
         return (
-            f"{head} | running {c.get('RUNNING', 0)} paused {c.get('PAUSED', 0)} "
+            f"running {c.get('RUNNING', 0)} paused {c.get('PAUSED', 0)} "
             f"stopped {self.stopped} | workers {self.workers_text()} | {self.best_text()}"
         )
 
@@ -219,6 +241,19 @@ class ExperimentSnapshot:
         ]
         if self.policy_holds and self.describe != self.policy:
             lines.append(f"policy: {self.describe}")
+        return "\n".join(lines)
+
+    def dated(self) -> str:
+        """What ``str()`` says, in words that stay true when read later (see
+        :meth:`standing_text`): the lines of the picture a saved notebook keeps."""
+        if self.done:
+            return str(self)
+        lines = [
+            f"{self.policy} search, {self.standing_text()} · {self.cluster_text()}",
+            self._progress(),
+        ]
+        if self.policy_holds and self.describe != self.policy:
+            lines.append(f"policy at {self.clock(self.time)}: {self.describe}")
         return "\n".join(lines)
 
     def frame(self):

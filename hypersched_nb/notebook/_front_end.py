@@ -34,12 +34,25 @@ import functools
 import threading
 from collections.abc import Sequence
 
-__all__ = ["GRACE", "ViewsShown", "close_later", "close_tree"]
+__all__ = ["GRACE", "NOW", "SWAP", "THEN", "ViewsShown", "close_later", "close_tree"]
 
 # The longest the dashboard waits for the front end to show a view it was sent, and the time
 # between the display's last view and the widgets' closing. No view shows the widgets
 # meanwhile: nothing is seen to linger.
 GRACE = 10.0
+
+# Words that speak of now (the time left, the controls, the policy's line) are marked with
+# the class NOW, and what the page says instead once it has lost the kernel with THEN.
+# ipywidgets marks each view ``jupyter-widgets-disconnected`` when its kernel restarts or
+# dies, and a view made from a saved notebook's widget state is marked so from the start:
+# then SWAP, a style sheet sent with the header, hides the one and shows the other, so no
+# page says "running · 41s left" of a search whose kernel is gone.
+NOW, THEN = "hs-now", "hs-then"
+_LOST = "jupyter-widgets-disconnected"
+SWAP = (
+    f"<style>.{THEN}{{display:none}}.{_LOST} .{THEN}{{display:revert}}"
+    f".{_LOST} .{NOW},.{_LOST}.{NOW}{{display:none !important}}</style>"
+)
 
 
 class ViewsShown:

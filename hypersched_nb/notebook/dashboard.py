@@ -135,11 +135,14 @@ class Dashboard:
             )
         self.slider.observe(self._on_slider, names="value")
         self.stop_button.on_click(self._on_stop)
+        controls = w.HBox([self.slider, self.slider_label, self.stop_button])
+        for now in (self.policy_line, controls):  # of no use, or untrue, without the kernel
+            now.add_class(_front_end.NOW)
         self.widget = w.VBox(
             [
                 self.header,
                 self.policy_line,
-                w.HBox([self.slider, self.slider_label, self.stop_button]),
+                controls,
                 *([self.forecast.widget] if self.forecast is not None else []),
                 w.HBox([self.allocation, self.curves], layout=w.Layout(flex_flow="row wrap")),
                 self.events,
@@ -157,8 +160,8 @@ class Dashboard:
             return picture_bundle(snap)
         view = self.widget._repr_mimebundle_()
         view = dict(view[0] if isinstance(view, tuple) else view)
-        if not picture:
-            return {**view, "text/plain": str(snap)}
+        if not picture:  # a saved notebook may show the text long after: dated
+            return {**view, "text/plain": snap.dated()}
         data = picture_bundle(snap)
         return {**view, PNG: data[PNG], "text/plain": data["text/plain"]}
 
@@ -254,7 +257,9 @@ class Dashboard:
         if not snap.going:  # stopped, failing or over: the controls go off before it says so
             self.slider.disabled = self.stop_button.disabled = True
         held = not snap.done and cell_holds_controls()
-        self.header.value = _header(snap) + (_HELD if held else "")
+        self.header.value = _header(snap) + (
+            f"<span class='{_front_end.NOW}'>{_HELD}</span>" if held else ""
+        )
         # the policy's line speaks of time left: it goes once the search is over
         self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.policy_holds else ""
         self._sync_slider(snap)
@@ -309,11 +314,16 @@ def _step(end: float) -> float:
 def _header(snap: ExperimentSnapshot) -> str:
     """The policy, what happened (:meth:`ExperimentSnapshot.status_text`: the words the
     magic and the report use), the time left while it runs, the workers (and those Dask
-    has paused), the trials and the best."""
+    has paused), the trials and the best. While the search is not over, the page says, if
+    it loses the kernel, that this is the search as it stood then (:data:`._front_end.SWAP`)."""
     c = snap.counts
-    left = f" · <b>{format_duration(snap.time_left)}</b> left" if snap.going else ""
+    status = html.escape(snap.status_text())
+    if not snap.done:
+        left = f" · <b>{format_duration(snap.time_left)}</b> left" if snap.going else ""
+        then = html.escape(f"not connected to its kernel · {snap.standing_text()}")
+        status = f"{_front_end.SWAP}<span class='{_front_end.NOW}'>{status}{left}</span><span class='{_front_end.THEN}'>{then}</span>"
     return (
-        f"<b>{html.escape(snap.policy)}</b> {html.escape(snap.status_text())}{left} · "
+        f"<b>{html.escape(snap.policy)}</b> {status} · "
         f"{html.escape(snap.cluster_text())} · running {c.get('RUNNING', 0)}, "
         f"paused {c.get('PAUSED', 0)}, stopped {snap.stopped} · {html.escape(snap.best_text())}"
     )

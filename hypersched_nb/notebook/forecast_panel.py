@@ -40,6 +40,7 @@ from datetime import datetime, timedelta
 from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.forecast import shares, spread
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
+from hypersched_nb.notebook import _front_end
 from hypersched_nb.notebook._panel import stop_drawing
 from hypersched_nb.notebook._plotly_widget import figure_widget
 from hypersched_nb.notebook.drawings import Drawing
@@ -296,6 +297,10 @@ class ForecastPanel:
             fig.layout.xaxis.title.text = drawing.layout["xaxis"]["title"]["text"]
 
 
+#: how the panel's last words begin once the search is over (true with or without a kernel)
+_FINAL = ("the search is over", "the search ended")
+
+
 def _nothing_yet(snap: ExperimentSnapshot, prior) -> str | None:
     """Why there is nothing to forecast (yet), or None."""
     if snap.done:
@@ -317,16 +322,23 @@ def _when(deadline: float, started: datetime | None) -> str:
 
 def _title(band: Band | None, deadline: float, said: str, started) -> str:
     if band is None:
-        return f"<b>forecast</b>: {html.escape(said or 'forecasting…')}"
+        words = html.escape(said or "forecasting…")
+        if not said.startswith(_FINAL):  # a promise only a kernel keeps: see _front_end.SWAP
+            now, then = _front_end.NOW, _front_end.THEN
+            words = f"{_front_end.SWAP}<span class='{now}'>{words}</span><span class='{then}'>none made</span>"
+        return f"<b>forecast</b>: {words}"
     own = band.at(deadline)[0]
     text = (
         f"<b>forecast</b> by {_when(deadline, started)} on {own.workers} workers: best "
         f"<b>{own.expected:.4g}</b> ({spread(own.p10, own.p90)}) · {band.runs} runs, "
         f"{html.escape(band.note)}, made {band.made:%H:%M:%S}"
     )
-    if not band.covers(deadline) and not said.startswith("the search is over"):
+    if not band.covers(deadline) and not said.startswith(_FINAL):
         reach_end = _when(band.deadlines[-1], started)
-        text += f"<br><i>beyond this forecast (up to {reach_end}): a new one is on its way</i>"
+        text += (  # a promise only a kernel keeps
+            f"<span class='{_front_end.NOW}'><br><i>beyond this forecast (up to {reach_end}): "
+            "a new one is on its way</i></span>"
+        )
     if said:
         text += f"<br><i>{html.escape(said)}</i>"
     return text

@@ -15,7 +15,7 @@ from hypersched_nb.notebook import _front_end
 from hypersched_nb.notebook.dashboard import Dashboard
 from hypersched_nb.notebook.drawings import allocation_figure, curves_figure
 from hypersched_nb.notebook.figures import colour
-from hypersched_nb.notebook.static import PNG, picture, picture_figure
+from hypersched_nb.notebook.static import PNG, picture, picture_figure, summary
 from hypersched_nb.testing.halt import halted_replay
 from tests.notebook.conftest import small_trace
 
@@ -290,6 +290,31 @@ def test_after_a_stop_the_header_says_who_stopped_it_and_when_and_nothing_says_i
     dash.refresh()
     assert "stopped by you at 40s" in dash.header.value
     assert exp.statistics().status_text() == "stopped by you at 40s"  # the magic's words
+
+
+def test_the_words_of_now_give_way_to_the_search_as_it_stood_once_the_page_loses_the_kernel():
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    dash = Dashboard(exp, forecast_every=None)
+    # which of the two a page shows is its style sheet's to say (tests/ui: a kernel killed)
+    assert _front_end.SWAP in dash.header.value
+    now, then = re.search(
+        r"<span class='hs-now'>(.*?)</span><span class='hs-then'>(.*?)</span>", dash.header.value
+    ).groups()
+    assert now == "running · <b>1m 20s</b> left"
+    assert html.unescape(then) == (
+        "not connected to its kernel · as it stood at 40s: running, 1m 20s before its deadline 120s"
+    )
+    controls = dash.widget.children[2]  # the slider and the stop button act through the kernel
+    assert (
+        _front_end.NOW in controls._dom_classes and _front_end.NOW in dash.policy_line._dom_classes
+    )
+    assert summary(exp.statistics())[0].startswith("asha search, as it stood at 40s: running")
+    halt.release()
+    exp.wait()
+    dash.refresh()
+    assert _front_end.THEN not in dash.header.value  # "finished" stays true without a kernel
 
 
 def test_after_a_fail_fast_the_header_says_failed_with_the_one_line_and_the_stop_is_off():

@@ -119,6 +119,8 @@ def test_before_any_result_it_says_there_is_no_prior(unreported):
     assert NO_PRIOR in panel.title.value and panel.figure.data == ()
     assert panel.plot.layout.display == "none"  # no empty chart: the line says why
     assert unreported.last_forecast is None  # nothing was simulated
+    # a promise of a forecast to come: a page that lost its kernel says none was made
+    assert "<span class='hs-then'>none made</span>" in panel.title.value
 
 
 def test_before_any_result_with_a_prior_it_says_it_is_drawn_from_it(unreported):

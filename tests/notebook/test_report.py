@@ -106,3 +106,17 @@ def test_the_report_is_readable_by_its_owner_only(finished, tmp_path):
 def test_the_report_says_what_happened_in_the_words_of_the_dashboard(finished, tmp_path):
     page = write_report(finished.statistics(), tmp_path / "r.html").read_text()
     assert f"asha search, {finished.statistics().status_text()}" in page
+
+
+def test_a_report_made_while_the_search_runs_is_dated_and_never_says_it_runs_now(tmp_path):
+    from hypersched_nb.testing.halt import halted_replay
+    from tests.notebook.conftest import small_trace
+
+    exp, halt = halted_replay(small_trace(), at=40, deadline=120, workers=3)
+    exp.start()
+    assert halt.wait()
+    page = write_report(exp.statistics(), tmp_path / "r.html").read_text()
+    halt.release()
+    exp.wait()
+    assert "asha search, as it stood at 40s: running, 1m 20s before its deadline 120s" in page
+    assert "(in " not in page

@@ -3,14 +3,18 @@
 A search whose dashboard is shown runs to its end; the notebook is saved and its kernel shut
 down; reopened by the same server (trusted: the server signed it when it saved it) and by a
 fresh one (untrusted, as a notebook from git is), it shows the picture and no "model not
-found". A page reloaded while the search runs draws its figures as they stand. A click on
+found". A page reloaded while the search runs draws its figures as they stand; a page whose kernel is
+killed (SIGKILL of its process group) stops saying "running · … left" and says, instead,
+that it is not connected and where the search stood when it last heard. A click on
 stop turns the header to "stopped by you", and a search that fails fast says "failed",
 promptly (how promptly is ``benchmarks/ui_latency.py``'s to measure). Screenshots go to
 ``tests/ui/artifacts/``.
 """
 
 import json
+import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -121,6 +125,32 @@ def test_a_page_reloaded_while_the_search_runs_draws_its_figures_as_they_stand(t
     assert before > 2, f"only {before} traces before the reload: the search did not get going"
     assert after >= before, f"{after} traces after the reload, {before} before it"
     assert errors == [], f"the page logged: {errors}"
+
+
+def test_a_page_whose_kernel_is_killed_says_where_the_search_stood_not_that_it_runs(tmp_path):
+    from playwright.sync_api import expect
+
+    pid = 'import os\n\nopen("kernel.pid", "w").write(str(os.getpid()))'
+    name = notebook(tmp_path, "killed.ipynb", [SEARCH.format(extra="", deadline="3m"), pid])
+    with Lab(tmp_path, artifacts=ARTIFACTS) as lab:
+        lab.open(name)
+        lab.run_all()
+        lab.wait_ran(1, timeout=120)
+        header = lab.cell(0).locator(".widget-html").first
+        expect(header).to_contain_text(" left", timeout=60_000)
+        time.sleep(3.0)
+        kernel = int((tmp_path / "kernel.pid").read_text())
+        os.killpg(os.getpgid(kernel), signal.SIGKILL)  # the kernel and its cluster's workers
+        gone = header.locator(".hs-then")
+        expect(gone).to_be_visible(timeout=60_000)  # once JupyterLab has heard it died
+        said = header.inner_text()
+        controls = lab.cell(0).locator(".widget-hbox.hs-now").first
+        controls_shown = controls.is_visible()
+        lab.screenshot("killed-1-not-connected", showing=lab.cell(0))
+    assert "not connected to its kernel · as it stood at " in said
+    assert ": running, " in said and "before its deadline" in said
+    assert " left" not in said, f"the page still says the time left: {said!r}"
+    assert not controls_shown, "the slider and the stop button still show without a kernel"
 
 
 def test_a_click_on_stop_is_heard_and_the_page_says_stopped(tmp_path):
