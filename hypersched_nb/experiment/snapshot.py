@@ -191,11 +191,10 @@ class ExperimentSnapshot:
         return f"{where} (in {format_duration(self.time_left)})"
 
     def standing_text(self) -> str:
-        """Where the search stands, in words that stay true when read later (the picture a
-        saved notebook keeps, the report): "finished · deadline 17:00:00", and for a search
-        not over, dated: "as it stood at 16:47:55: running, 12m 05s before its deadline
-        17:00:00" (never "running" alone, which a page reopened after its kernel is gone would
-        still say)."""
+        """Where the search stands, in words that stay true when read later (the report, the
+        dashboard's line once its page has lost the kernel): "finished · deadline 17:00:00",
+        and for a search not over, dated: "as it stood at 16:47:55: running, 12m 05s before
+        its deadline 17:00:00"."""
         deadline = self.clock(self.deadline)
         if self.done:
             return f"{self.status_text()} · deadline {deadline}"
@@ -222,14 +221,13 @@ class ExperimentSnapshot:
         return f"best {self.metric} {_fmt(self.best.metric, digits)} (#{self.best.trial_id}, epoch {self.best.epoch})"
 
     def progress_line(self) -> str:
-        """One line for a terminal or a status bar."""
-        head = f"{format_duration(self.time_left)} left" if self.going else "ending"
-        return f"{'done' if self.done else head} | {self._progress()}"
-
-    def _progress(self) -> str:
+        """One line for a terminal or a status bar; the time left is dated ("1m 13s left at
+        16:25:05"), for a notebook keeps the line that a cell printed."""
         c = self.counts
+        head = f"{format_duration(self.time_left)} left at {self.clock(self.time)}"
+        head = "done" if self.done else head if self.going else "ending"
         return (
-            f"running {c.get('RUNNING', 0)} paused {c.get('PAUSED', 0)} "
+            f"{head} | running {c.get('RUNNING', 0)} paused {c.get('PAUSED', 0)} "
             f"stopped {self.stopped} | workers {self.workers_text()} | {self.best_text()}"
         )
 
@@ -241,19 +239,6 @@ class ExperimentSnapshot:
         ]
         if self.policy_holds and self.describe != self.policy:
             lines.append(f"policy: {self.describe}")
-        return "\n".join(lines)
-
-    def dated(self) -> str:
-        """What ``str()`` says, in words that stay true when read later (see
-        :meth:`standing_text`): the lines of the picture a saved notebook keeps."""
-        if self.done:
-            return str(self)
-        lines = [
-            f"{self.policy} search, {self.standing_text()} · {self.cluster_text()}",
-            self._progress(),
-        ]
-        if self.policy_holds and self.describe != self.policy:
-            lines.append(f"policy at {self.clock(self.time)}: {self.describe}")
         return "\n".join(lines)
 
     def frame(self):

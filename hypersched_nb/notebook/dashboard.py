@@ -160,8 +160,8 @@ class Dashboard:
             return picture_bundle(snap)
         view = self.widget._repr_mimebundle_()
         view = dict(view[0] if isinstance(view, tuple) else view)
-        if not picture:  # a saved notebook may show the text long after: dated
-            return {**view, "text/plain": snap.dated()}
+        if not picture:
+            return {**view, "text/plain": str(snap)}
         data = picture_bundle(snap)
         return {**view, PNG: data[PNG], "text/plain": data["text/plain"]}
 

@@ -38,9 +38,9 @@ _DPI = 100
 
 
 def summary(snap: ExperimentSnapshot) -> list[str]:
-    """The lines above the charts: the snapshot's own summary, dated while the search runs
-    (a saved picture outlives its moment), then the best configuration."""
-    lines = snap.dated().splitlines()
+    """The lines above the charts: the snapshot's own summary (its time left dated: a saved
+    picture outlives its moment), then the best configuration."""
+    lines = str(snap).splitlines()
     if snap.best is not None:
         cfg = ", ".join(f"{k}={_short(v)}" for k, v in snap.best.config.items())
         lines.append(f"best config: {cfg}")

@@ -32,7 +32,7 @@ def test_counts_and_the_progress_line():
     assert s.counts == {"PENDING": 0, "RUNNING": 2, "PAUSED": 1, "TERMINATED": 1, "ERRORED": 1}
     assert s.stopped == 2 and s.time_left == 90.0
     assert s.progress_line() == (
-        "1m 30s left | running 2 paused 1 stopped 2 | workers #0:3 #1:1 | best val_acc 0.93 (#0, epoch 7)"
+        "1m 30s left at 30s | running 2 paused 1 stopped 2 | workers #0:3 #1:1 | best val_acc 0.93 (#0, epoch 7)"
     )
 
 
@@ -112,30 +112,16 @@ def test_the_deadline_reads_as_a_wall_time_on_a_live_search():
     assert snap().deadline_text() == "at 120s (in 1m 30s)"  # a virtual clock has no wall time
 
 
-def test_what_is_kept_and_read_later_dates_a_search_not_over_and_never_says_it_runs_now():
+def test_what_is_read_later_is_dated_and_never_says_the_search_runs_now():
     live = snap(started=datetime(2026, 3, 2, 16, 0, 0))  # 30 s in, deadline at 120 s
-    assert (
-        live.standing_text()
-        == "as it stood at 16:00:30: running, 1m 30s before its deadline 16:02:00"
+    assert live.standing_text() == (
+        "as it stood at 16:00:30: running, 1m 30s before its deadline 16:02:00"
     )
-    dated = live.dated().splitlines()
-    assert dated[0] == (
-        "asha search, as it stood at 16:00:30: running, 1m 30s before its deadline 16:02:00 · 4 workers"
-    )
-    assert (
-        dated[1]
-        == "running 2 paused 1 stopped 2 | workers #0:3 #1:1 | best val_acc 0.93 (#0, epoch 7)"
-    )
-    assert dated[2] == "policy at 16:00:30: asha: rungs 1, 4, 16"
-    assert " left" not in live.dated() and "(in " not in live.dated()
+    assert live.progress_line().startswith("1m 30s left at 16:00:30 | ")
+    assert str(live).splitlines()[1].startswith("1m 30s left at 16:00:30 | ")  # the picture's
     stopping = snap(status="stopping", stopped_at=30.0)
     assert stopping.standing_text() == "as it stood at 30s: stopped by you at 30s · deadline 120s"
-
-
-def test_a_search_that_is_over_is_kept_in_the_words_it_ends_with():
-    over = snap(status="finished", time=120.0)
-    assert over.dated() == str(over)
-    assert over.standing_text() == "finished · deadline 120s"
+    assert snap(status="finished", time=120.0).standing_text() == "finished · deadline 120s"
 
 
 def test_allocation_series_is_a_common_step_grid():

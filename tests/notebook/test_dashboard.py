@@ -310,7 +310,7 @@ def test_the_words_of_now_give_way_to_the_search_as_it_stood_once_the_page_loses
     assert (
         _front_end.NOW in controls._dom_classes and _front_end.NOW in dash.policy_line._dom_classes
     )
-    assert summary(exp.statistics())[0].startswith("asha search, as it stood at 40s: running")
+    assert summary(exp.statistics())[1].startswith("1m 20s left at 40s | ")  # the picture's
     halt.release()
     exp.wait()
     dash.refresh()
