@@ -58,6 +58,7 @@ _HELD = (
     "(<code>exp.wait()</code> keeps them live)</i>"
 )
 _FAILED = "<br>dashboard refresh failed (trying again): "
+_FIGURE_WIDTH = 560  # px: two side by side on a wide page, one above the other on a narrow one
 
 
 class Dashboard:
@@ -345,6 +346,10 @@ class _LiveFigure:
 
     def __init__(self, drawing: Drawing):
         self.widget = figure_widget(drawing.figure())
+        # a width of its own, as the forecast's: a view made from a saved notebook's widget
+        # state is drawn before its row is laid out, and plotly, sizing itself to a box of no
+        # width yet, drew it a few pixels wide
+        self.widget.layout.width = _FIGURE_WIDTH
         self.shown = drawing
 
     def show(self, new: Drawing) -> None:

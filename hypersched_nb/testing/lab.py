@@ -71,11 +71,17 @@ def browser_missing() -> str | None:
 class Lab:
     """A JupyterLab server serving ``root`` and a Chromium page on it (a context manager).
 
-    ``artifacts`` is where :meth:`screenshot` saves its pictures and the server its log.
+    ``artifacts`` is where :meth:`screenshot` saves its pictures and the server its log;
+    ``settings`` JupyterLab settings by plugin, beside the harness's own (``{"@jupyter-widgets/
+    jupyterlab-manager/plugin": {"saveState": True}}``: widget state saved with the notebook).
     """
 
-    def __init__(self, root: Path, *, artifacts: Path, width: int = 1400, height: int = 1000):
+    def __init__(
+        self, root: Path, *, artifacts: Path, width: int = 1400, height: int = 1000,
+        settings: dict | None = None,
+    ):  # fmt: skip
         self.root, self.artifacts = Path(root), Path(artifacts)
+        self.settings = {**_SETTINGS, **(settings or {})}
         self.size = {"width": width, "height": height}
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -119,7 +125,7 @@ class Lab:
             },
         }
         (home / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
-        for plugin, settings in _SETTINGS.items():
+        for plugin, settings in self.settings.items():
             path = home / "settings" / f"{plugin}.jupyterlab-settings"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(settings))

@@ -153,6 +153,41 @@ def test_a_page_whose_kernel_is_killed_says_where_the_search_stood_not_that_it_r
     assert not controls_shown, "the slider and the stop button still show without a kernel"
 
 
+def test_widget_state_saved_while_the_search_ran_reopens_as_it_stood_figures_and_all(tmp_path):
+    # JupyterLab's "Save Widget State Automatically": without it, a trusted notebook reopened
+    # after its kernel died says "model not found" where the dashboard was (its widget
+    # renderer does not fall back to the picture the output carries; an untrusted one shows it)
+    from playwright.sync_api import expect
+
+    pid = 'import os\n\nopen("kernel.pid", "w").write(str(os.getpid()))'
+    name = notebook(tmp_path, "state.ipynb", [SEARCH.format(extra="", deadline="3m"), pid])
+    save_state = {"@jupyter-widgets/jupyterlab-manager/plugin": {"saveState": True}}
+    with Lab(tmp_path, artifacts=ARTIFACTS, settings=save_state) as lab:
+        lab.open(name)
+        lab.run_all()
+        lab.wait_ran(1, timeout=120)
+        expect(lab.cell(0).locator(".widget-html").first).to_contain_text(" left", timeout=60_000)
+        time.sleep(4.0)  # a few results in the figures
+        save(lab)
+        kernel = int((tmp_path / "kernel.pid").read_text())
+        os.killpg(os.getpgid(kernel), signal.SIGKILL)
+        lab.page.close()
+        lab.page = lab._browser.new_page(viewport=lab.size)
+        lab.open(name)  # the same server: trusted, a fresh kernel
+        header = lab.cell(0).locator(".widget-html").first
+        expect(header).to_contain_text(
+            "not connected to its kernel · as it stood at ", timeout=60_000
+        )
+        plots = lab.cell(0).locator(".js-plotly-plot")
+        expect(plots).to_have_count(3, timeout=60_000)  # the forecast's, workers, curves
+        time.sleep(2.0)  # drawn
+        widths = [plots.nth(i).bounding_box()["width"] for i in range(3)]
+        lab.screenshot("state-1-reopened", showing=plots.nth(1))
+        said = header.inner_text()
+    assert " left" not in said, f"the reopened page says the time left: {said!r}"
+    assert min(widths) > 400, f"figures drawn {widths} px wide"
+
+
 def test_a_click_on_stop_is_heard_and_the_page_says_stopped(tmp_path):
     name = notebook(tmp_path, "stop.ipynb", [SEARCH.format(extra="", deadline="3m"), WATCH,
                                              "exp.wait()"])  # fmt: skip
