@@ -34,7 +34,7 @@ import functools
 import threading
 from collections.abc import Sequence
 
-__all__ = ["GRACE", "NOW", "SWAP", "THEN", "ViewsShown", "close_later", "close_tree"]
+__all__ = ["GRACE", "NOW", "THEN", "ViewsShown", "close_later", "close_tree", "now_or_then"]
 
 # The longest the dashboard waits for the front end to show a view it was sent, and the time
 # between the display's last view and the widgets' closing. No view shows the widgets
@@ -45,14 +45,20 @@ GRACE = 10.0
 # the class NOW, and what the page says instead once it has lost the kernel with THEN.
 # ipywidgets marks each view ``jupyter-widgets-disconnected`` when its kernel restarts or
 # dies, and a view made from a saved notebook's widget state is marked so from the start:
-# then SWAP, a style sheet sent with the header, hides the one and shows the other, so no
+# then _SWAP, a style sheet sent with the words, hides the one and shows the other, so no
 # page says "running · 41s left" of a search whose kernel is gone.
 NOW, THEN = "hs-now", "hs-then"
 _LOST = "jupyter-widgets-disconnected"
-SWAP = (
+_SWAP = (
     f"<style>.{THEN}{{display:none}}.{_LOST} .{THEN}{{display:revert}}"
     f".{_LOST} .{NOW},.{_LOST}.{NOW}{{display:none !important}}</style>"
 )
+
+
+def now_or_then(now: str, then: str = "") -> str:
+    """HTML that says ``now`` while the page has its kernel and ``then`` once it has lost it
+    (both HTML already), with the style sheet that swaps them."""
+    return f"{_SWAP}<span class='{NOW}'>{now}</span><span class='{THEN}'>{then}</span>"
 
 
 class ViewsShown:

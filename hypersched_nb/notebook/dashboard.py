@@ -258,9 +258,7 @@ class Dashboard:
         if not snap.going:  # stopped, failing or over: the controls go off before it says so
             self.slider.disabled = self.stop_button.disabled = True
         held = not snap.done and cell_holds_controls()
-        self.header.value = _header(snap) + (
-            f"<span class='{_front_end.NOW}'>{_HELD}</span>" if held else ""
-        )
+        self.header.value = _header(snap) + (_front_end.now_or_then(_HELD) if held else "")
         # the policy's line speaks of time left: it goes once the search is over
         self.policy_line.value = f"<i>{html.escape(snap.describe)}</i>" if snap.policy_holds else ""
         self._sync_slider(snap)
@@ -315,14 +313,15 @@ def _step(end: float) -> float:
 def _header(snap: ExperimentSnapshot) -> str:
     """The policy, what happened (:meth:`ExperimentSnapshot.status_text`: the words the
     magic and the report use), the time left while it runs, the workers (and those Dask
-    has paused), the trials and the best. While the search is not over, the page says, if
-    it loses the kernel, that this is the search as it stood then (:data:`._front_end.SWAP`)."""
+    has paused), the trials and the best. While the search is not over, a page that loses
+    the kernel says instead that this is the search as it stood then
+    (:func:`._front_end.now_or_then`)."""
     c = snap.counts
     status = html.escape(snap.status_text())
     if not snap.done:
         left = f" · <b>{format_duration(snap.time_left)}</b> left" if snap.going else ""
         then = html.escape(f"not connected to its kernel · {snap.standing_text()}")
-        status = f"{_front_end.SWAP}<span class='{_front_end.NOW}'>{status}{left}</span><span class='{_front_end.THEN}'>{then}</span>"
+        status = _front_end.now_or_then(status + left, then)
     return (
         f"<b>{html.escape(snap.policy)}</b> {status} · "
         f"{html.escape(snap.cluster_text())} · running {c.get('RUNNING', 0)}, "

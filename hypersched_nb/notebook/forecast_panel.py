@@ -323,9 +323,8 @@ def _when(deadline: float, started: datetime | None) -> str:
 def _title(band: Band | None, deadline: float, said: str, started) -> str:
     if band is None:
         words = html.escape(said or "forecasting…")
-        if not said.startswith(_FINAL):  # a promise only a kernel keeps: see _front_end.SWAP
-            now, then = _front_end.NOW, _front_end.THEN
-            words = f"{_front_end.SWAP}<span class='{now}'>{words}</span><span class='{then}'>none made</span>"
+        if not said.startswith(_FINAL):  # a promise only a kernel keeps
+            words = _front_end.now_or_then(words, "none made")
         return f"<b>forecast</b>: {words}"
     own = band.at(deadline)[0]
     text = (
@@ -335,9 +334,8 @@ def _title(band: Band | None, deadline: float, said: str, started) -> str:
     )
     if not band.covers(deadline) and not said.startswith(_FINAL):
         reach_end = _when(band.deadlines[-1], started)
-        text += (  # a promise only a kernel keeps
-            f"<span class='{_front_end.NOW}'><br><i>beyond this forecast (up to {reach_end}): "
-            "a new one is on its way</i></span>"
+        text += _front_end.now_or_then(  # a promise only a kernel keeps
+            f"<br><i>beyond this forecast (up to {reach_end}): a new one is on its way</i>"
         )
     if said:
         text += f"<br><i>{html.escape(said)}</i>"
