@@ -57,7 +57,7 @@ _HELD = (
     "<br><i>a cell is running: the slider and the stop button act when it ends "
     "(<code>exp.wait()</code> keeps them live)</i>"
 )
-_FAILED = "<br>dashboard refresh failed (trying again): "
+_FAILED = "<!-- refresh failed -->"  # where the header's note of a failed refresh begins
 _FIGURE_WIDTH = 560  # px: two side by side on a wide page, one above the other on a narrow one
 
 
@@ -242,7 +242,8 @@ class Dashboard:
                 self._picture(snap)
             except Exception as exc:  # noqa: BLE001 - a thread has nowhere else to say it
                 why = f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}"
-                self.header.value = f"{self.header.value.split(_FAILED)[0]}{_FAILED}{why}"
+                note = _front_end.now_or_then(f"<br>dashboard refresh failed (trying again): {why}")
+                self.header.value = f"{self.header.value.split(_FAILED)[0]}{_FAILED}{note}"
                 continue  # tried again at the next interval: one failure ends nothing
             if snap.done:
                 break
