@@ -25,8 +25,10 @@ from tests.notebook.conftest import Recorded, views
 def drawn(fig) -> dict:
     """A figure as plotly writes it: what the front end receives, the grey bundle's points
     as the set of points it draws (a live figure bundles the curves of trials that are over
-    once, so its points come in another order; a NaN point draws nothing)."""
+    once, so its points come in another order; a NaN point draws nothing). The width a
+    dashboard gives its figures is the dashboard's frame, not the drawing's."""
     out = json.loads(fig.to_json())
+    out["layout"].pop("width", None)
     for trace in out["data"]:
         if trace["type"] == "scattergl" and "customdata" in trace:  # the grey bundle
             x, y, trial = (_values(trace.pop(k)) for k in ("x", "y", "customdata"))

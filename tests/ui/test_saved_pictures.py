@@ -180,9 +180,12 @@ def test_widget_state_saved_while_the_search_ran_reopens_as_it_stood_figures_and
         )
         plots = lab.cell(0).locator(".js-plotly-plot")
         expect(plots).to_have_count(3, timeout=60_000)  # the forecast's, workers, curves
+        figures = [plots.nth(1), plots.nth(2)]  # (the forecast's shows once one was made)
+        for figure in figures:
+            expect(figure).to_be_visible(timeout=30_000)
         time.sleep(2.0)  # drawn
-        widths = [plots.nth(i).bounding_box()["width"] for i in range(3)]
-        lab.screenshot("state-1-reopened", showing=plots.nth(1))
+        widths = [figure.bounding_box()["width"] for figure in figures]
+        lab.screenshot("state-1-reopened", showing=figures[0])
         said = header.inner_text()
     assert " left" not in said, f"the reopened page says the time left: {said!r}"
     assert min(widths) > 400, f"figures drawn {widths} px wide"
