@@ -57,6 +57,16 @@ def notebook(folder: Path, name: str, cells: list[str]) -> str:
     return name
 
 
+PID = 'import os\n\nopen("kernel.pid", "w").write(str(os.getpid()))'  # a cell: who to kill
+
+
+def kill_kernel(folder: Path) -> None:
+    """SIGKILL of the process group of the kernel that ran :data:`PID` in ``folder``: the
+    kernel and its cluster's workers."""
+    kernel = int((folder / "kernel.pid").read_text())
+    os.killpg(os.getpgid(kernel), signal.SIGKILL)
+
+
 def marks(folder: Path, seconds: float = 60) -> list[dict]:
     wait_for_file(folder / "marks.json", timeout=seconds)
     return json.loads((folder / "marks.json").read_text())
@@ -130,8 +140,7 @@ def test_a_page_reloaded_while_the_search_runs_draws_its_figures_as_they_stand(t
 def test_a_page_whose_kernel_is_killed_says_where_the_search_stood_not_that_it_runs(tmp_path):
     from playwright.sync_api import expect
 
-    pid = 'import os\n\nopen("kernel.pid", "w").write(str(os.getpid()))'
-    name = notebook(tmp_path, "killed.ipynb", [SEARCH.format(extra="", deadline="3m"), pid])
+    name = notebook(tmp_path, "killed.ipynb", [SEARCH.format(extra="", deadline="3m"), PID])
     with Lab(tmp_path, artifacts=ARTIFACTS) as lab:
         lab.open(name)
         lab.run_all()
@@ -139,8 +148,7 @@ def test_a_page_whose_kernel_is_killed_says_where_the_search_stood_not_that_it_r
         header = lab.cell(0).locator(".widget-html").first
         expect(header).to_contain_text(" left", timeout=60_000)
         time.sleep(3.0)
-        kernel = int((tmp_path / "kernel.pid").read_text())
-        os.killpg(os.getpgid(kernel), signal.SIGKILL)  # the kernel and its cluster's workers
+        kill_kernel(tmp_path)
         gone = header.locator(".hs-then")
         expect(gone).to_be_visible(timeout=60_000)  # once JupyterLab has heard it died
         said = header.inner_text()
@@ -159,8 +167,7 @@ def test_widget_state_saved_while_the_search_ran_reopens_as_it_stood_figures_and
     # renderer does not fall back to the picture the output carries; an untrusted one shows it)
     from playwright.sync_api import expect
 
-    pid = 'import os\n\nopen("kernel.pid", "w").write(str(os.getpid()))'
-    name = notebook(tmp_path, "state.ipynb", [SEARCH.format(extra="", deadline="3m"), pid])
+    name = notebook(tmp_path, "state.ipynb", [SEARCH.format(extra="", deadline="3m"), PID])
     save_state = {"@jupyter-widgets/jupyterlab-manager/plugin": {"saveState": True}}
     with Lab(tmp_path, artifacts=ARTIFACTS, settings=save_state) as lab:
         lab.open(name)
@@ -169,8 +176,7 @@ def test_widget_state_saved_while_the_search_ran_reopens_as_it_stood_figures_and
         expect(lab.cell(0).locator(".widget-html").first).to_contain_text(" left", timeout=60_000)
         time.sleep(4.0)  # a few results in the figures
         save(lab)
-        kernel = int((tmp_path / "kernel.pid").read_text())
-        os.killpg(os.getpgid(kernel), signal.SIGKILL)
+        kill_kernel(tmp_path)
         lab.page.close()
         lab.page = lab._browser.new_page(viewport=lab.size)
         lab.open(name)  # the same server: trusted, a fresh kernel
