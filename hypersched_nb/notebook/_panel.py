@@ -1,11 +1,36 @@
-"""What the dashboard's panels that draw on a thread of their own share."""
+"""What the dashboard's panels that draw on a thread of their own share: a process to draw
+in, and how they stop."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import threading
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 
-__all__ = ["stop_drawing"]
+__all__ = ["panel_process", "stop_drawing"]
+
+
+def panel_process(*, nice: int = 0) -> ProcessPoolExecutor:
+    """A panel's process: one, spawned (nothing of the kernel's threads or heap is copied),
+    ``nice`` steps below the kernel's priority. It ignores SIGINT: a front end interrupts a
+    kernel by signalling its whole process group (JupyterLab's ■, a shutdown), and the
+    interrupt is the kernel's to act on; the panel's process died of it, and the panel went
+    on drawing in the kernel's process from then on."""
+    return ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_deaf_to_interrupts,
+        initargs=(nice,),
+    )
+
+
+def _deaf_to_interrupts(nice: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if nice:
+        os.nice(nice)
 
 
 def stop_drawing(

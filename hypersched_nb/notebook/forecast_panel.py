@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import html
 import math
-import multiprocessing
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from datetime import datetime, timedelta
@@ -41,7 +40,7 @@ from hypersched_nb.errors import ConfigError, HyperschedError
 from hypersched_nb.experiment.forecast import shares, spread
 from hypersched_nb.experiment.snapshot import ExperimentSnapshot
 from hypersched_nb.notebook import _front_end
-from hypersched_nb.notebook._panel import stop_drawing
+from hypersched_nb.notebook._panel import panel_process, stop_drawing
 from hypersched_nb.notebook._plotly_widget import figure_widget
 from hypersched_nb.notebook.drawings import Drawing
 from hypersched_nb.notebook.figures import loaded_before_threads
@@ -226,8 +225,7 @@ class ForecastPanel:
         asked = dict(runs=self.runs, prior=self.prior)
         if self.separate:
             if self._pool is None:
-                spawn = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=spawn)
+                self._pool = panel_process()
             try:
                 return self.experiment.forecast(deadlines, sizes, executor=self._pool, **asked)
             except HyperschedError:

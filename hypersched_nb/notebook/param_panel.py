@@ -23,15 +23,13 @@ figure; with one, or with every completed trial alike, a figure that means nothi
 from __future__ import annotations
 
 import html
-import multiprocessing
-import os
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 from hypersched_nb.errors import ConfigError
-from hypersched_nb.notebook._panel import stop_drawing
+from hypersched_nb.notebook._panel import panel_process, stop_drawing
 from hypersched_nb.notebook._plotly_widget import figure_widget
 from hypersched_nb.notebook.figures import loaded_before_threads
 
@@ -180,11 +178,8 @@ class ParamPanel:
         trials, direction = study.get_trials(deepcopy=False), study.direction.name.lower()
         if self.separate:
             try:
-                if self._pool is None:
-                    spawn = multiprocessing.get_context("spawn")
-                    self._pool = ProcessPoolExecutor(  # at a lower priority than the kernel
-                        max_workers=1, mp_context=spawn, initializer=os.nice, initargs=(10,)
-                    )
+                if self._pool is None:  # at a lower priority than the kernel
+                    self._pool = panel_process(nice=10)
                 return self._pool.submit(figures, trials, direction).result()
             except (OSError, RuntimeError):  # no process to be had: here from now on
                 self.separate = False

@@ -2,6 +2,8 @@
 deadline marked; what more workers would give; its own thread, which never holds the
 dashboard while it simulates."""
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -147,6 +149,21 @@ def test_the_runs_are_simulated_in_a_process_of_its_own_and_say_the_same(halted)
         panel.close()
     here = ForecastPanel(halted, runs=4, separate=False).update()
     assert (band.expected == here.expected).all() and (band.p90 == here.p90).all()
+
+
+def test_an_interrupt_of_the_kernels_process_group_leaves_the_forecasts_process_running(halted):
+    """JupyterLab's stop button (and a shutdown) sends SIGINT to the kernel's whole process
+    group, the panel's process with it: the interrupt is the kernel's to act on, and the
+    forecast stays out of the kernel's process."""
+    panel = ForecastPanel(halted, runs=2)
+    try:
+        assert panel.update() is not None
+        pid = panel._pool.submit(os.getpid).result()
+        os.kill(pid, signal.SIGINT)
+        assert panel.update() is not None and panel.separate
+        assert panel._pool.submit(os.getpid).result() == pid
+    finally:
+        panel.close()
 
 
 def test_a_search_the_process_cannot_load_is_forecast_on_the_panels_thread(monkeypatch):
