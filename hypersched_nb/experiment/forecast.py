@@ -180,11 +180,13 @@ def forecast_line(frame, row: int = 0) -> str:
     told = at.get("early_signal")
     told = f" told early_signal={told!r}" if told else ""
     started = at.get("started")
-    by = f"{o.deadline:.0f}s"
-    if started is not None:  # a live search: its clock times, as every other line says them
-        by = f"{started + timedelta(seconds=o.deadline):%H:%M:%S}"
-    return (
-        f"by {by} (in {when}) on {o.workers:.0f} workers{told}: best {o.expected:.4g} "
+
+    def clock(t: float) -> str:  # a live search's clock times, as every other line says them
+        return f"{t:.0f}s" if started is None else f"{started + timedelta(seconds=t):%H:%M:%S}"
+
+    return (  # dated: a notebook keeps the line, and "in 11m" would read as true tomorrow
+        f"by {clock(o.deadline)} ({when} from {clock(at['now'])}) on {o.workers:.0f} "
+        f"workers{told}: best {o.expected:.4g} "
         f"({spread(o.p10, o.p90)}){beat}; {runs} runs, {at['note']}"
     )
 

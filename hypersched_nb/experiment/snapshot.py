@@ -182,13 +182,17 @@ class ExperimentSnapshot:
         return f"{t:.0f}s" if at is None else at.strftime("%H:%M:%S")
 
     def deadline_text(self) -> str:
-        """``"17:00:00 (in 12m 05s)"`` live, ``"at 900s"`` on a virtual clock."""
+        """The deadline: ``"17:00:00"`` live, ``"at 900s"`` on a virtual clock."""
         where = self.clock(self.deadline)
-        if self.started is None:  # a virtual clock
-            where = f"at {where}"
+        return where if self.started is not None else f"at {where}"
+
+    def left_text(self) -> str:
+        """The time left, dated: ``"12m 05s left at 16:47:55"`` ("" once the search is not
+        going). A notebook keeps what a cell printed: undated, "12m 05s left" would read
+        as true tomorrow."""
         if not self.going:
-            return where
-        return f"{where} (in {format_duration(self.time_left)})"
+            return ""
+        return f"{format_duration(self.time_left)} left at {self.clock(self.time)}"
 
     def standing_text(self) -> str:
         """Where the search stands, in words that stay true when read later (the report, the
@@ -224,8 +228,7 @@ class ExperimentSnapshot:
         """One line for a terminal or a status bar; the time left is dated ("1m 13s left at
         16:25:05"), for a notebook keeps the line that a cell printed."""
         c = self.counts
-        head = f"{format_duration(self.time_left)} left at {self.clock(self.time)}"
-        head = "done" if self.done else head if self.going else "ending"
+        head = "done" if self.done else self.left_text() or "ending"
         return (
             f"{head} | running {c.get('RUNNING', 0)} paused {c.get('PAUSED', 0)} "
             f"stopped {self.stopped} | workers {self.workers_text()} | {self.best_text()}"

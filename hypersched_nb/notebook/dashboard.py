@@ -288,7 +288,8 @@ class Dashboard:
                 self.slider.value = snap.deadline / 60
         finally:
             self._setting = False
-        self.slider_label.value = snap.deadline_text()
+        left = f" (in {format_duration(snap.time_left)})" if snap.going else ""
+        self.slider_label.value = snap.deadline_text() + left  # a live control's words
 
     def _on_slider(self, change) -> None:
         with self._lock:

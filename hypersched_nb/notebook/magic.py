@@ -314,7 +314,9 @@ class HyperschedMagics(Magics):
                     f"is the deadline); add --end-now to end it, or %hypersched stop"
                 )
         exp.deadline = a.deadline
-        print(f"deadline {exp.statistics().deadline_text()}")
+        snap = exp.statistics()
+        left = snap.left_text()
+        print(f"deadline {snap.deadline_text()}" + (f" ({left})" if left else ""))
 
     def _forecast(self, argv: list[str]):
         from hypersched_nb.experiment.forecast import forecast_line

@@ -74,7 +74,7 @@ def test_more_workers_never_forecast_worse_run_by_run(halted):
 
 
 def test_the_magic_line_counts_runs_and_says_clock_times():
-    from datetime import datetime
+    from datetime import datetime, timedelta
 
     from hypersched_nb.experiment.forecast import forecast_line
 
@@ -82,9 +82,12 @@ def test_the_magic_line_counts_runs_and_says_clock_times():
     exp.start()
     exp.wait()
     frame = exp.forecast(["+1m"], runs=8)
-    frame.attrs["started"] = datetime(2026, 3, 2, 14, 0, 0)  # as a live search has it
+    started = frame.attrs["started"] = datetime(2026, 3, 2, 14, 0, 0)  # as a live search has it
     line = forecast_line(frame)
-    assert line.startswith(f"by {datetime(2026, 3, 2, 14, 0, 0) + _seconds(frame):%H:%M:%S} (in ")
+    made = started + timedelta(seconds=frame.attrs["now"])  # dated: the line is kept
+    assert line.startswith(
+        f"by {started + _seconds(frame):%H:%M:%S} (1m 00s from {made:%H:%M:%S}) "
+    )
     assert "%" not in line.split("runs;")[0].split(")")[-1]  # a count of runs, not a share
     assert re.search(r"beats [\d.]+ in \d of 8 runs", line)
 

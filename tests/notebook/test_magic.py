@@ -68,7 +68,7 @@ def test_the_deadline_subcommand_moves_the_deadline(shell, replay, monkeypatch, 
     shell.run_line_magic("hypersched", "start mine --no-dashboard")
     shell.run_line_magic("hypersched", "deadline -30s")  # "-30s" is a value, not an option
     assert replay.deadline == 90.0
-    assert capsys.readouterr().out.splitlines()[-1] == "deadline at 90s (in 1m 30s)"
+    assert capsys.readouterr().out.splitlines()[-1] == "deadline at 90s (1m 30s left at 0s)"
 
 
 @pytest.mark.parametrize(

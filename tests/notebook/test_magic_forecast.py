@@ -23,9 +23,9 @@ def halted(shell):
 
 @pytest.mark.parametrize(
     "line, start",
-    [("forecast +10m", "by 720s (in 11m 00s) on 3 workers: best "),
-     ("forecast --workers 8", "by 120s (in 1m 00s) on 8 workers: best "),
-     ("forecast 90 --workers 1 --runs 4 --margin 0.01", "by 90s (in 30s) on 1 workers: best ")],
+    [("forecast +10m", "by 720s (11m 00s from 60s) on 3 workers: best "),
+     ("forecast --workers 8", "by 120s (1m 00s from 60s) on 8 workers: best "),
+     ("forecast 90 --workers 1 --runs 4 --margin 0.01", "by 90s (30s from 60s) on 1 workers: best ")],
 )  # fmt: skip
 def test_forecast_prints_one_line(shell, halted, capsys, line, start):
     capsys.readouterr()
