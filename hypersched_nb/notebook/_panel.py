@@ -17,8 +17,8 @@ def panel_process(*, nice: int = 0) -> ProcessPoolExecutor:
     """A panel's process: one, spawned (nothing of the kernel's threads or heap is copied),
     ``nice`` steps below the kernel's priority. It ignores SIGINT: a front end interrupts a
     kernel by signalling its whole process group (JupyterLab's ■, a shutdown), and the
-    interrupt is the kernel's to act on; the panel's process died of it, and the panel went
-    on drawing in the kernel's process from then on."""
+    interrupt is the kernel's to act on (of it the panel's process would die, and the panel
+    draw in the kernel's process from then on)."""
     return ProcessPoolExecutor(
         max_workers=1,
         mp_context=multiprocessing.get_context("spawn"),
