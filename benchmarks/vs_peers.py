@@ -195,32 +195,33 @@ def run_ours(
     from hypersched_nb.experiment.experiment import Experiment
     from hypersched_nb.experiment.journal import read_journal
 
-    folder = tempfile.mkdtemp(prefix="vs-peers-")
-    try:
-        with told_when_over_only(ended_only):
-            t0 = time.monotonic()
-            exp = Experiment(
-                cls, cls.space(), metric=METRIC, mode=MODE, policy=policy, cluster=workers,
-                deadline=float(deadline), max_epochs=max_epochs, seed=seed, checkpoint_dir=folder,
-            )  # fmt: skip
-            offset = time.monotonic() - t0
-            exp.start()  # the search's clock starts here, the cluster's start-up included
-            exp.wait()
-            wall = time.monotonic() - t0
-            curve = best_so_far(read_journal(folder))
-            trials = sum(1 for t in exp.statistics().trials if t.starts)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    remove_search_folder(folder)
+    with told_when_over_only(ended_only), search_folder() as folder:
+        t0 = time.monotonic()
+        exp = Experiment(
+            cls, cls.space(), metric=METRIC, mode=MODE, policy=policy, cluster=workers,
+            deadline=float(deadline), max_epochs=max_epochs, seed=seed, checkpoint_dir=folder,
+        )  # fmt: skip
+        offset = time.monotonic() - t0
+        exp.start()  # the search's clock starts here, the cluster's start-up included
+        exp.wait()
+        wall = time.monotonic() - t0
+        curve = best_so_far(read_journal(folder))
+        trials = sum(1 for t in exp.statistics().trials if t.starts)
     values = [(t + offset, m) for t, m in curve]
     return values, trials, wall, exp.source.told, exp.source.offered
 
 
-def remove_search_folder(folder: str) -> None:
-    """Remove an ended search's folder. Nothing is written into it once ``wait()`` has
-    returned (the runtime's close quiesces the workers); a file that was is named, with its
-    age, rather than left to a bare "Directory not empty"."""
+@contextlib.contextmanager
+def search_folder():
+    """A temporary folder for one search, removed after it. Nothing is written into it once
+    ``wait()`` has returned (the runtime's close quiesces the workers); a file that was is
+    named, with its age, rather than left to a bare "Directory not empty"."""
+    folder = tempfile.mkdtemp(prefix="vs-peers-")
+    try:
+        yield folder
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     try:
         shutil.rmtree(folder)
     except OSError as exc:
