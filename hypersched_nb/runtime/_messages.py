@@ -13,8 +13,9 @@ dict and a record again.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import pickle
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from hypersched_nb.runtime.checkpoint import Checkpoint
@@ -29,7 +30,23 @@ __all__ = [
     "Report",
     "Sealed",
     "StartSpec",
+    "placement_tokens",
+    "search_of",
 ]
+
+_COUNT_BITS = 20  # a placement token: its search's number above, its own count below
+
+
+def placement_tokens(search: int) -> Iterator[int]:
+    """The tokens of search ``search``'s placements, in order: unique to it on a cluster
+    that other searches share (a late task of theirs never touches its trials), and each
+    naming it (:func:`search_of`)."""
+    return itertools.count((search << _COUNT_BITS) + 1)
+
+
+def search_of(token: int) -> int:
+    """The search whose placement ``token`` is."""
+    return token >> _COUNT_BITS
 
 
 @dataclass(frozen=True, slots=True)

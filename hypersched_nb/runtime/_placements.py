@@ -23,7 +23,6 @@ trial goes on from the last checkpoint it knows of and trains the rest again, si
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 
 from hypersched_nb.core.events import Start
@@ -38,7 +37,14 @@ from hypersched_nb.runtime._board import (
     TaskBoard,
 )
 from hypersched_nb.runtime._live import LiveTrial, Phase, Phases, batch_size
-from hypersched_nb.runtime._messages import Failed, Handover, SaveSpec, Sealed, StartSpec
+from hypersched_nb.runtime._messages import (
+    Failed,
+    Handover,
+    SaveSpec,
+    Sealed,
+    StartSpec,
+    placement_tokens,
+)
 from hypersched_nb.runtime._slots import Slot, Slots
 from hypersched_nb.runtime._transfers import Transfers
 from hypersched_nb.runtime.checkpoint import Checkpoint
@@ -82,10 +88,8 @@ class Placements:
         self.trials: dict[int, LiveTrial] = {}
         self.phases = Phases()  # the same trials by phase
         self._queued: list[int] = []  # trials started while too few slots were free
-        self.halted: list[tuple[int, int]] = []  # (trial, placement) whose epoch was dropped
-        # placement tokens, unique to this board: a late task of another search on the same
-        # cluster (its release, its batch's halt) never touches a trial with the same id here
-        self._count = itertools.count((int(board.id, 16) << 20) + 1)
+        self.search = int(board.id, 16)  # this search's number, in its placements' tokens
+        self._count = placement_tokens(self.search)
 
     def trial_seed(self, trial_id: int) -> int:
         """``ctx.seed`` of trial ``trial_id``: the runtime's seed and the trial id, mixed."""
@@ -301,7 +305,6 @@ class Placements:
         if t.phase in (Phase.TRAINING, Phase.AHEAD) and self._slots.alive(t.slots[0]):
             # its epoch in flight is dropped: it writes no checkpoint when it ends
             self._board.run_soon(_worker.halt, t.tid, t.token, slot=t.slots[0])
-            self.halted.append((t.tid, t.token))
         self._board.cancel(t.futures.values())
         return batching
 

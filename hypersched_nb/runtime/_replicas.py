@@ -5,7 +5,12 @@ that holds the worker: its trainable object, its :class:`TrainContext` and its c
 bookkeeping, so that nothing travels between two epochs of a trial that stays put. A worker
 hosts at most one replica; a replica belongs to one placement of a trial (its ``token``), so
 a late task of an old placement never touches a newer one. ``HALTED`` holds the placements
-whose batch ends at its next epoch boundary; a halt is forgotten with its replica.
+whose batch ends at its next epoch boundary, and ``ENDED`` the searches that are over; a
+placement halted, or of a search that is over (:func:`halted`), writes nothing more into
+the search's folder from any task, one yet to begin included. Every write into it is made
+under ``WRITES``, having asked :func:`halted` under it, so that a halt or an end waits for
+the write in progress and no write begins after it. A halt is forgotten with its replica,
+or with its search.
 """
 
 from __future__ import annotations
@@ -15,21 +20,25 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from hypersched_nb.runtime._messages import Rendezvous, StartSpec
+from hypersched_nb.runtime._messages import Rendezvous, StartSpec, search_of
 from hypersched_nb.runtime._rendezvous import join_group, leave_group
 from hypersched_nb.runtime._worker_io import restore
 from hypersched_nb.runtime.checkpoint import Checkpoint
 from hypersched_nb.train.context import TrainContext
 
 __all__ = [
+    "ENDED",
     "HALTED",
     "RESIDENT",
     "WRITES",
     "Replica",
     "Resident",
     "build",
+    "dropped",
+    "end",
     "evict",
     "gone",
+    "halted",
     "teardown",
 ]
 
@@ -79,10 +88,20 @@ class Replica:
 
 RESIDENT: dict[int, Replica] = {}
 HALTED: set[tuple[int, int]] = set()  # (trial, placement) whose batch ends at the next boundary
-# held while an epoch writes its checkpoint and best weights: a placement halted under it
-# writes nothing more (an epoch that ends after its halt is dropped, so its files would be
-# orphans), and one halted meanwhile waits for the write in progress (see _worker.quiesce)
+ENDED: set[int] = set()  # the searches over (see _worker.quiesce), by number
+# held while a task writes into the search's folder (a checkpoint, a best's weights, the
+# files of a checkpoint from another disk): a placement halted, or a search ended, under it
+# writes nothing more (the client drops what such a task returns, so its files would be
+# orphans, or appear in a folder its search has left), and one halted meanwhile waits
+# for the write in progress
 WRITES = threading.Lock()
+
+
+def halted(trial_id: int, token: int) -> bool:
+    """Whether placement ``token`` of trial ``trial_id`` is to end at its next epoch
+    boundary and write nothing more: halted, or its search is over. Asked under ``WRITES``
+    by a task about to write."""
+    return (trial_id, token) in HALTED or search_of(token) in ENDED
 
 
 def build(spec: StartSpec, ckpt: Checkpoint | None, rendezvous: Rendezvous | None) -> Replica:
@@ -115,11 +134,25 @@ def gone(trial_id: int, token: int) -> str:
     return f"trial {trial_id} has no live replica on this worker (placement {token})"
 
 
+def dropped(trial_id: int, token: int) -> str:
+    """Why a task of placement ``token`` writes nothing."""
+    return f"trial {trial_id}'s placement {token} was halted, or its search is over: not written"
+
+
 def evict() -> None:
-    """Tear down every replica here (a start makes room for its own)."""
+    """Tear down every replica here (a start makes room for its own). A halt that came
+    after its replica was gone is kept: it may be for a start still to come."""
     for tid in list(RESIDENT):
         teardown(tid)
-    HALTED.clear()  # halts that came after their batch ended: no task of theirs is left
+
+
+def end(search: int) -> None:
+    """Search ``search`` is over: none of its placements writes from now on (a write in
+    progress ends; take ``WRITES`` to wait for it), and their halts are forgotten."""
+    ENDED.add(search)
+    for h in HALTED.copy():  # a copy: a halt may come meanwhile, on the event loop
+        if search_of(h[1]) == search:
+            HALTED.discard(h)
 
 
 def teardown(trial_id: int, *, token: int | None = None, group: bool = False) -> None:

@@ -45,8 +45,11 @@ from hypersched_nb.runtime._replicas import (
     Replica,
     Resident,
     build,
+    dropped,
+    end,
     evict,
     gone,
+    halted,
     teardown,
 )
 from hypersched_nb.runtime._worker_io import (
@@ -110,10 +113,12 @@ def start(
     train one epoch; the outcome is also sent as an event on ``topic`` (a hop sooner than
     the task's result). ``after`` is not used: its futures, reads of the checkpoint for the
     other ranks, make this task start after them (a read on this worker would otherwise
-    wait behind a rank that waits for the others at its rendezvous)."""
+    wait behind a rank that waits for the others at its rendezvous). A start whose
+    placement was halted before it began, or whose search is over, writes nothing (it
+    still builds and trains, so that the other ranks of its group are not left waiting)."""
     evict()
     try:
-        _write(files)
+        _write(files, spec)
         rep = build(spec, ckpt, rendezvous)
     except Exception:  # noqa: BLE001 - the user's code: its traceback goes back to the driver
         teardown(spec.trial_id, group=spec.world > 1)
@@ -135,10 +140,12 @@ def rewind(
     the new group's rendezvous (``rendezvous``)."""
     evict()
     try:
-        _write(files)
-        out = Handover(ckpt=checkpoint_now(build(spec, ckpt, None), spec.save))
+        _write(files, spec)
+        build(spec, ckpt, None)
     except Exception:  # noqa: BLE001 - the user's code: its traceback goes back to the driver
         out = Failed(traceback.format_exc())
+    else:
+        out = _checkpoint(spec.trial_id, spec.token, spec.save)
     teardown(spec.trial_id)
     if rendezvous and type(out) is Handover:
         out = Handover(out.ckpt, free_port())
@@ -169,7 +176,7 @@ def steps(
     trained: list[Epoch | Failed] = []
     written: set[str] = set()  # this batch's checkpoints: the client may resume from any
     for _ in range(n):
-        if (trial_id, token) in HALTED:
+        if halted(trial_id, token):
             break
         out = _report(topic, _epoch(rep, save, written))
         trained.append(out)
@@ -186,30 +193,26 @@ def halt(trial_id: int, token: int) -> None:
     HALTED.add((trial_id, token))
 
 
-async def quiesce(placements: list[tuple[int, int]], timeout: float) -> bool:
-    """The search is over: an epoch of ``placements`` that ends from now on writes nothing
-    (it is dropped), and this returns once no write of theirs or of the best weights is in
-    progress, or after ``timeout`` s (True if none is). Run out of band, like :func:`halt`;
-    the waiting is done on a thread, so that the worker's event loop (which a write's
-    events go through) never waits."""
+async def quiesce(search: int, timeout: float) -> bool:
+    """Search ``search`` is over: no task of its placements writes into its folder from
+    now on (a batch ends at its next boundary, an epoch that ends is dropped, a start or
+    a pause still to come writes nothing), and this returns once no write of theirs or of
+    the best weights is in progress, or after ``timeout`` s (True if none is). Run out of
+    band, like :func:`halt`; the waiting is done on a thread, so that the worker's event
+    loop (which a write's events go through) never waits."""
     import asyncio
 
     return await asyncio.get_running_loop().run_in_executor(
-        None, _quiesce, placements, time.monotonic() + timeout
+        None, _quiesce, search, time.monotonic() + timeout
     )
 
 
-def _quiesce(placements: list[tuple[int, int]], end: float) -> bool:
-    if not WRITES.acquire(timeout=max(0.0, end - time.monotonic())):  # a write in progress
+def _quiesce(search: int, until: float) -> bool:
+    end(search)
+    if not WRITES.acquire(timeout=max(0.0, until - time.monotonic())):  # a write in progress
         return False
-    try:
-        HALTED.update(
-            (tid, token) for tid, token in placements
-            if (rep := RESIDENT.get(tid)) is not None and rep.token == token
-        )  # fmt: skip
-    finally:
-        WRITES.release()
-    return drain(max(0.0, end - time.monotonic()))
+    WRITES.release()
+    return drain(max(0.0, until - time.monotonic()))
 
 
 def checkpoint_and_release(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:
@@ -278,11 +281,14 @@ def resident() -> dict[int, Resident]:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _write(files: Mapping[str, bytes] | Failed | None) -> None:
-    """Write a checkpoint's files sent from another disk (a Failed: they could not be read
-    there; the restore then falls back to an earlier checkpoint, and says so)."""
+def _write(files: Mapping[str, bytes] | Failed | None, spec: StartSpec) -> None:
+    """Write a checkpoint's files sent from another disk for ``spec``'s start (a Failed: they
+    could not be read there; the restore then falls back to an earlier checkpoint, and says
+    so)."""
     if isinstance(files, Mapping) and files:
-        write_files(files)
+        with WRITES:
+            if not halted(spec.trial_id, spec.token):
+                write_files(files)
 
 
 def _report(topic: str | None, out: Epoch | Failed) -> Epoch | Failed:
@@ -313,8 +319,8 @@ def _epoch(rep: Replica, save: SaveSpec | None, written: set[str] | None = None)
             rep.metrics = _plain(metrics)
         ckpt = best = unsaved = None
         t1 = time.perf_counter()
-        with WRITES:  # a placement halted meanwhile is dropped: its files would be orphans
-            if rep.ctx.rank == 0 and save is not None and (rep.trial_id, rep.token) not in HALTED:
+        with WRITES:  # an epoch of a placement halted meanwhile is dropped: it writes nothing
+            if rep.ctx.rank == 0 and save is not None and not halted(rep.trial_id, rep.token):
                 try:
                     if due(rep, save.overhead):
                         ckpt = checkpoint_now(rep, save, written)
@@ -339,10 +345,13 @@ def _checkpoint(trial_id: int, token: int, save: SaveSpec) -> Handover | Failed:
     rep = RESIDENT.get(trial_id)
     if rep is None or rep.token != token:
         return Failed(gone(trial_id, token))
-    try:
-        return Handover(ckpt=checkpoint_now(rep, save))
-    except Exception:  # noqa: BLE001 - the user's state_dict(): its traceback goes back
-        return Failed(traceback.format_exc())
+    with WRITES:
+        if halted(trial_id, token):
+            return Failed(dropped(trial_id, token))
+        try:
+            return Handover(ckpt=checkpoint_now(rep, save))
+        except Exception:  # noqa: BLE001 - the user's state_dict(): its traceback goes back
+            return Failed(traceback.format_exc())
 
 
 def _plain(metrics: Mapping) -> dict:

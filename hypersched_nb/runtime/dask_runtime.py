@@ -256,22 +256,23 @@ class DaskRuntime:
         for t in self._trials.values():
             if t.slots:
                 self._placements.vacate(t, save=False)
-        self._quiesce(self._placements.halted)
+        self._quiesce()
         self._bring_home()
         self._board.close()
         self._members.settle()
         self._bests.prune(self._directory)
 
-    def _quiesce(self, placements: list[tuple[int, int]]) -> None:
+    def _quiesce(self) -> None:
         """Once the search is over nothing more is written into its folder: the epochs still
-        training write no checkpoint when they end, and the writes in progress (the best
-        weights' included) end first, up to ``fetch_timeout`` (the workers' event loops
-        never wait meanwhile: see :func:`~hypersched_nb.runtime._worker.quiesce`)."""
+        training write no checkpoint when they end, nor does a task of the search that has
+        yet to begin (a start, a pause), and the writes in progress (the best weights'
+        included) end first, up to ``fetch_timeout`` (the workers' event loops never wait
+        meanwhile: see :func:`~hypersched_nb.runtime._worker.quiesce`)."""
         addresses = [s.addr for s in self._slots.all() if self._slots.alive(s)]
         if addresses:
             self._board.run_within(
-                _worker.quiesce, placements, self._board.fetch_timeout, addresses=addresses,
-                timeout=self._board.fetch_timeout + 2.0,
+                _worker.quiesce, self._placements.search, self._board.fetch_timeout,
+                addresses=addresses, timeout=self._board.fetch_timeout + 2.0,
             )  # fmt: skip
 
     def _bring_home(self) -> None:

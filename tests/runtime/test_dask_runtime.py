@@ -264,6 +264,44 @@ def test_a_trial_on_two_workers_holds_identical_replicas(client, tmp_path):
         runtime.close()
 
 
+def _hold_starts(marker: str, seconds: float) -> None:
+    """On a worker: every start touches ``marker``, then waits ``seconds`` before it makes
+    room for its replica (as a start still being unpickled or importing would)."""
+    import pathlib
+
+    from hypersched_nb.runtime import _replicas, _worker
+
+    def held() -> None:
+        pathlib.Path(marker).touch()
+        time.sleep(seconds)
+        _replicas.evict()
+
+    _worker.evict = held
+
+
+def _release_starts() -> None:
+    from hypersched_nb.runtime import _replicas, _worker
+
+    _worker.evict = _replicas.evict
+
+
+def test_a_start_under_way_when_the_search_ends_writes_nothing_into_its_folder(client, tmp_path):
+    marker, folder = tmp_path / "began", tmp_path / "search"
+    client.run(_hold_starts, str(marker), 2.0)
+    clock = WallClock()
+    runtime = runtime_on(client, folder, clock)
+    try:
+        runtime.execute(Start(0, {"lr": 0.05}, 1))  # its first epoch always writes a checkpoint
+        while not marker.exists() and clock.now() < 60:
+            runtime.advance(clock.now() + 0.05)  # no event comes: its epoch waits on the start
+        assert marker.exists(), "the start never began on its worker"
+    finally:
+        runtime.close()
+        client.run(_release_starts)
+    time.sleep(4.0)  # the start has built its replica and trained its epoch meanwhile
+    assert sorted(p.name for p in folder.rglob("*.pt*")) == []
+
+
 def test_a_metric_the_trainable_does_not_report_fails_the_trial_clearly(client, tmp_path):
     clock = WallClock()
     runtime = runtime_on(client, tmp_path, clock, metric="val_acc")

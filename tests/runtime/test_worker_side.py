@@ -2,6 +2,7 @@
 replay, failures returned with their traceback."""
 
 import math
+import time
 
 import pytest
 
@@ -14,6 +15,8 @@ from hypersched_nb.runtime._messages import (
     SaveSpec,
     Sealed,
     StartSpec,
+    placement_tokens,
+    search_of,
 )
 from hypersched_nb.testing.trainables import TinyRegression
 
@@ -232,6 +235,74 @@ def test_another_write_error_fails_the_trial_with_its_traceback(tmp_path, monkey
     monkeypatch.setattr(_worker_io, "save_checkpoint", denied)
     out = _worker.step(0, 1, SaveSpec(str(tmp_path), math.inf))
     assert type(out) is Failed and "PermissionError: [Errno 13] Permission denied" in out.error
+
+
+# ----------------------------------------------------------------------------- a search's end
+
+
+def _files(tmp_path) -> list[str]:
+    """The checkpoints and best weights under ``tmp_path``, and their sidecars."""
+    return sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.pt*"))
+
+
+def _ended_search(tmp_path):
+    """A search (number 7) whose worker was told it is over: the spec of a placement of it."""
+    token = next(placement_tokens(7))
+    assert _worker._quiesce(search_of(token), time.monotonic() + 10) is True  # none in progress
+    return _spec(tmp_path, token=token)
+
+
+def test_once_a_search_is_over_a_start_of_it_still_to_come_writes_nothing(tmp_path):
+    # the start was on its way (queued on the worker, or unpickling) when the search ended
+    spec = _ended_search(tmp_path)
+    out = _worker.start(spec, None, None)
+    assert type(out) is Epoch and out.epoch == 1 and out.ckpt is None  # trained, not written
+    assert _files(tmp_path) == []
+    # another search's placements are not its: the same worker writes theirs
+    assert _worker.start(_spec(tmp_path, tid=1), None, None).ckpt.epoch == 1
+
+
+def test_once_a_search_is_over_its_pauses_and_hand_overs_write_nothing(tmp_path):
+    spec = _ended_search(tmp_path)
+    _worker.start(spec, None, None)
+    paused = _worker.checkpoint_and_release(0, spec.token, spec.save)
+    assert type(paused) is Failed and "its search is over: not written" in paused.error
+    assert _files(tmp_path) == [] and _worker.resident() == {}  # the worker freed all the same
+
+
+def test_once_a_search_is_over_the_files_sent_for_its_start_are_not_written(tmp_path):
+    ckpt = _worker.start(_spec(tmp_path / "there"), None, None).ckpt  # another host's disk
+    sent = _worker_io.fetch(ckpt.url)
+    here = tmp_path / "here"
+    moved = {url.replace(str(tmp_path / "there"), str(here)): data for url, data in sent.items()}
+    _worker.start(_ended_search(here), None, None, files=moved)
+    assert not here.exists()
+
+
+def test_a_start_halted_before_it_began_writes_nothing(tmp_path):
+    _worker.halt(0, 1)  # out of band, ahead of its start on this worker
+    _worker.start(_spec(tmp_path, tid=1), None, None)  # a start of another placement evicts
+    out = _worker.start(_spec(tmp_path), None, None)
+    assert (
+        type(out) is Epoch
+        and out.ckpt is None
+        and _files(tmp_path)
+        == [
+            "trial-00001/epoch-000001.pt",
+            "trial-00001/epoch-000001.pt.json",
+        ]
+    )
+    _worker.release(0, 1)
+    assert _replicas.HALTED == set()  # forgotten with its replica
+
+
+def test_a_searchs_end_forgets_its_halts(tmp_path):
+    ours, theirs = next(placement_tokens(8)), next(placement_tokens(9))
+    _worker.halt(0, ours)
+    _worker.halt(0, theirs)  # both came after their replicas were gone
+    _replicas.end(search_of(ours))
+    assert _replicas.HALTED == {(0, theirs)}  # its end halts the search's placements now
+    _replicas.HALTED.clear()
 
 
 # ----------------------------------------------------------------------------- batches
