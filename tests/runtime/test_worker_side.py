@@ -26,6 +26,8 @@ def _clean_registry():
     yield
     for tid in list(_replicas.RESIDENT):
         _worker.release(tid, _replicas.RESIDENT[tid].token)
+    _replicas.HALTED.clear()  # as a fresh worker process: no halt, no search ended
+    _replicas.ENDED.clear()
 
 
 def _spec(tmp_path, *, tid=0, token=1, config=None, replay=0, overhead=math.inf, factory=None):
@@ -302,7 +304,6 @@ def test_a_searchs_end_forgets_its_halts(tmp_path):
     _worker.halt(0, theirs)  # both came after their replicas were gone
     _replicas.end(search_of(ours))
     assert _replicas.HALTED == {(0, theirs)}  # its end halts the search's placements now
-    _replicas.HALTED.clear()
 
 
 # ----------------------------------------------------------------------------- batches
