@@ -241,7 +241,9 @@ class ExperimentSnapshot:
             self.progress_line(),
         ]
         if self.policy_holds and self.describe != self.policy:
-            lines.append(f"policy: {self.describe}")
+            # its words ("12 min left: exploring") are of this moment while the search runs
+            said = f"policy at {self.clock(self.time)}" if self.going else "policy"
+            lines.append(f"{said}: {self.describe}")
         return "\n".join(lines)
 
     def frame(self):

@@ -45,12 +45,14 @@ def test_a_finished_search_says_done():
 def test_the_summary_says_what_happened_and_the_policy_line_only_while_it_runs():
     text = str(snap())
     assert text.splitlines()[0] == "asha search, running · deadline at 120s, 4 workers"
-    assert text.endswith("policy: asha: rungs 1, 4, 16")
+    assert text.endswith("policy at 30s: asha: rungs 1, 4, 16")  # its words dated, as kept
+    reached = str(snap(status="finished", time=120.0, describe="asha · deadline reached"))
+    assert reached.endswith("\npolicy: asha · deadline reached")  # true whenever it is read
     failed = str(snap(status="failed", error="Traceback ...\nRuntimeError: boom"))
     assert failed.splitlines()[0] == (
         "asha search, failed: RuntimeError: boom · deadline at 120s, 4 workers"
     )
-    assert "policy:" not in failed and "left" not in failed
+    assert "policy" not in failed and "left" not in failed
 
 
 def test_the_workers_dask_paused_are_said_beside_the_clusters_size():
